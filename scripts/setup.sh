@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Creates .venv/ at the repository root and installs the project with every embedded model.
+# Idempotent: a second run reuses what is installed (pip only checks versions).
+#   scripts/setup.sh          the runtime (main job)
+#   scripts/setup.sh --test   plus test tools and the browser used by the end-to-end tests
+set -euo pipefail
+cd "$(dirname "$0")/.."
+want_test=0
+[ "${1:-}" = "--test" ] && want_test=1
+
+need_apt=()
+dpkg -s libopus0 >/dev/null 2>&1 || need_apt+=(libopus0)
+dpkg -s libportaudio2 >/dev/null 2>&1 || need_apt+=(libportaudio2)
+if [ "$want_test" = 1 ]; then
+  command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+fi
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages: ${need_apt[*]}" >&2
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv" >&2
+  python3 -m venv .venv
+fi
+stamp=".venv/.installed-$( (cat pyproject.toml; echo $want_test) | sha256sum | cut -c1-16)"
+if [ ! -f "$stamp" ]; then
+  echo "setup: installing the project and its embedded models into .venv (about 1 minute)" >&2
+  .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
+  extras="all"
+  [ "$want_test" = 1 ] && extras="all,test"
+  .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[$extras]" 2>&1 | grep -v '^WARNING: Location' || true
+  .venv/bin/python -c "import speech, faster_whisper, cyllama, piper, opuslib" 
+  touch "$stamp"
+fi
