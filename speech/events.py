@@ -103,3 +103,13 @@ def updates(records: list[dict], stage: str) -> Iterator[TextUpdate]:
     for rec in records:
         if rec.get("kind") == "update" and rec.get("stage") == stage:
             yield TextUpdate.from_json(rec)
+
+
+# Record fields every writer uses (the evaluation reads exactly these):
+# input:  start, end (source seconds of the chunk), wall_time
+# update: stage ("asr" | "mt"), committed [{text, start?, end?, p?}], tentative [...], final,
+#         end_of_stream, source_time, wall_time, language; optional extras (tokens_evaluated, update_ms)
+# audio:  stage "tts", wall_time (computation-aware emission of the first sample), source_time
+#         (source seconds consumed when its text was committed), duration, text, seq, sample_rate
+# stats:  stage, compute_s (seconds of model work), plus stage-specific counts
+# end:    source_duration, wall_time
