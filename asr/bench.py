@@ -1,0 +1,268 @@
+"""`speech bench asr`: streaming WER against the same model offline, commit lag, RTF, memory.
+
+Each configuration (model x policy) runs in its own process, so its peak memory is its own.
+Lag per word = source time of the update that committed it minus the word's end time in the same
+model's offline transcription with word timestamps; "ca" figures use the emulated wall clock
+(computation-aware: each update waits for the compute before it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "speech"
+DEFAULT_MANIFESTS = (str(DATA / "librivox" / "manifest.jsonl"), str(DATA / "fleurs" / "manifest.jsonl"))
+ENGLISH_ONLY = {"whisper-tiny.en", "pocketsphinx"}
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--manifest", action="append", metavar="M",
+                        help="JSON-lines manifest (file, transcript or transcript_normalized, lang); "
+                             "repeatable; default: LibriVox + the English FLEURS clips")
+    parser.add_argument("--model", action="append", metavar="NAME",
+                        help="recogniser (repeatable): whisper-base, whisper-tiny.en, pocketsphinx; "
+                             "default: whisper-tiny.en and whisper-base")
+    parser.add_argument("--policy", action="append", metavar="NAME",
+                        help="commit policy (repeatable); default: local-agreement-2 and stable")
+    parser.add_argument("--language", default="en", help="only clips in this language (default en)")
+    parser.add_argument("--limit", type=int, default=0, help="at most this many clips (0: all)")
+    parser.add_argument("--chunk-ms", type=int, default=100, help="feeding granularity (default 100)")
+    parser.add_argument("--update-ms", type=int, default=0, help="decode every N ms of new audio (0: model default)")
+    parser.add_argument("--no-vad", action="store_true", help="no VAD gating")
+    parser.add_argument("--adaptive", action="store_true",
+                        help="let the stage postpone decodes while it is behind real time (live behaviour); "
+                             "off by default so computation-unaware figures do not depend on machine load")
+    parser.add_argument("--threads", type=int, default=2, help="recogniser CPU threads (default 2)")
+    parser.add_argument("--long", type=float, default=0, metavar="SECONDS",
+                        help="instead: one stream of the clips concatenated to SECONDS (e.g. 300), "
+                             "reporting update time and lag per minute (flat = buffer trimming works)")
+    parser.add_argument("--json", action="store_true", help='print one JSON object {"configs": [...]}')
+
+
+def load_clips(manifests: list[str], language: str, limit: int) -> list[dict]:
+    from speech.errors import UserError
+
+    clips = []
+    for m in manifests:
+        path = Path(m)
+        if not path.exists():
+            raise UserError(f"{path}: no such manifest; pass --manifest with a JSON-lines file")
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+                audio = path.parent / rec["file"]
+            except (json.JSONDecodeError, KeyError, TypeError) as e:
+                raise UserError(f"{path}:{i}: expected a JSON object with a 'file' field ({e})") from None
+            if rec.get("lang", language) != language:
+                continue
+            ref = rec.get("transcript") or rec.get("transcript_normalized") or rec.get(f"ref_{language}")
+            if ref is None:
+                raise UserError(f"{path}:{i}: no 'transcript' to score against")
+            clips.append({"file": str(audio), "ref": ref, "duration": rec.get("duration_s")})
+    if limit:
+        clips = clips[:limit]
+    if not clips:
+        raise UserError(f"no {language} clips in {', '.join(manifests)}")
+    return clips
+
+
+def run_config(model: str, policy: str, language: str, clips: list[dict], chunk_ms: int,
+               update_s: float | None, vad: bool, threads: int, adaptive: bool = False,
+               progress: Any = None) -> dict:
+    """One configuration over all clips (meant to run in a fresh process)."""
+    import resource
+
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    from speech.audio import read_audio
+    from speech.backends import default_registry
+
+    from .evaluate import lags, offline_words, percentile, stream, word_errors
+    from .stage import AsrOptions
+    from .vad import VadConfig
+
+    registry = default_registry()
+    opts = {"cpu_threads": threads} if model.startswith("whisper") else {}
+    options = AsrOptions(update_s=update_s, vad=VadConfig() if vad else None,
+                         max_behind_s=0.3 if adaptive else float("inf"))
+    errors = ref_words = off_errors = 0
+    lag_src: list[float] = []
+    lag_wall: list[float] = []
+    updates: list[float] = []
+    compute = audio_s = 0.0
+    per_clip = []
+    for clip in clips:
+        samples, rate, info = read_audio(clip["file"])
+        offline = offline_words(registry, model, language, samples, rate, **opts)
+        result = stream(registry, model, policy, language, samples, rate, chunk_ms, options, **opts)
+        e, n = word_errors(clip["ref"], result.text)
+        oe, _ = word_errors(clip["ref"], " ".join(w.text for w in offline))
+        errors, ref_words, off_errors = errors + e, ref_words + n, off_errors + oe
+        src, wall = lags(result, offline)
+        lag_src += src
+        lag_wall += wall
+        updates += result.update_s
+        compute += result.compute_s
+        audio_s += info.duration
+        per_clip.append({"file": Path(clip["file"]).name, "streaming": result.text,
+                         "offline": " ".join(w.text for w in offline)})
+        if progress is not None:
+            progress.put(1)
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+    def r(x: float | None, nd: int = 3) -> float | None:
+        return None if x is None else round(x, nd)
+
+    return {
+        "name": f"{model}/{policy}", "model": model, "policy": policy,
+        "clips": len(clips), "audio_s": round(audio_s, 2), "words": ref_words,
+        "wer": r(100.0 * errors / max(ref_words, 1), 2),
+        "offline_wer": r(100.0 * off_errors / max(ref_words, 1), 2),
+        "lag_p50_s": r(percentile(lag_src, 50)), "lag_p90_s": r(percentile(lag_src, 90)),
+        "lag_ca_p50_s": r(percentile(lag_wall, 50)), "lag_ca_p90_s": r(percentile(lag_wall, 90)),
+        "rtf": r(compute / max(audio_s, 1e-9)),
+        "update_p50_s": r(percentile(updates, 50)), "update_p90_s": r(percentile(updates, 90)),
+        "peak_rss_mb": r(peak_kb / 1024.0, 1),
+        "per_clip": per_clip,
+    }
+
+
+def run_long(model: str, policy: str, language: str, clips: list[dict], chunk_ms: int,
+             update_s: float | None, vad: bool, threads: int, adaptive: bool = False,
+             seconds: float = 300.0, progress: Any = None) -> dict:
+    """One long stream: the clips back to back until `seconds`; figures per minute of source."""
+    import numpy as np
+
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    from speech.audio import read_audio, resample
+    from speech.backends import default_registry
+    from speech.types import Word
+
+    from .evaluate import matched_lags, offline_words, percentile, stream, word_errors
+    from .stage import AsrOptions
+    from .vad import VadConfig
+
+    registry = default_registry()
+    opts = {"cpu_threads": threads} if model.startswith("whisper") else {}
+    pieces, reference, refs = [], [], []
+    t = 0.0
+    cache: dict[str, tuple] = {}
+    while t < seconds:
+        for clip in clips:
+            if clip["file"] not in cache:
+                samples, rate, _ = read_audio(clip["file"])
+                cache[clip["file"]] = (resample(samples, rate, 16000), offline_words(registry, model, language, samples, rate, **opts))
+            audio, words = cache[clip["file"]]
+            pieces.append(audio)
+            reference += [Word(w.text, (w.start or 0) + t, (w.end or 0) + t) for w in words]
+            refs.append(clip["ref"])
+            t += len(audio) / 16000
+            if t >= seconds:
+                break
+    audio = np.concatenate(pieces)
+    options = AsrOptions(update_s=update_s, vad=VadConfig() if vad else None,
+                         max_behind_s=0.3 if adaptive else float("inf"))
+    result = stream(registry, model, policy, language, audio, 16000, chunk_ms, options, **opts)
+    matched = matched_lags(result, reference)
+    # Per minute: decode times (from the stage's log) and lags of words ending in that minute.
+    stats = next(r for r in result.log.records if r["kind"] == "stats")
+    decode_times = stats["update_s"]
+    minutes = int(np.ceil(t / 60))
+    per_min = []
+    for m in range(minutes):
+        lag_m = [lag for e, lag, _ in matched if m * 60 <= e < (m + 1) * 60]
+        per_min.append({"minute": m + 1, "lag_p50_s": percentile(lag_m, 50)})
+    n = len(decode_times)
+    per_fifth = [percentile(decode_times[i * n // 5 : (i + 1) * n // 5], 50) for i in range(5)]
+    e, words = word_errors(" ".join(refs), result.text)
+    if progress is not None:
+        progress.put(1)
+    return {"name": f"{model}/{policy}", "audio_s": round(t, 1), "wer": round(100 * e / max(words, 1), 2),
+            "update_p50_s_by_fifth": [None if x is None else round(x, 3) for x in per_fifth],
+            "lag_p50_s_by_minute": [None if r["lag_p50_s"] is None else round(r["lag_p50_s"], 3) for r in per_min],
+            "rtf": round(result.compute_s / t, 3)}
+
+
+def _child(queue: Any, progress: Any, args: tuple) -> None:
+    try:
+        if len(args) == 10:
+            queue.put(("ok", run_long(*args, progress=progress)))
+        else:
+            queue.put(("ok", run_config(*args, progress=progress)))
+    except BaseException as e:  # noqa: BLE001 - report the failure to the parent
+        queue.put(("error", f"{type(e).__name__}: {e}"))
+
+
+def run_isolated(args: tuple, on_clip: Any) -> dict:
+    ctx = mp.get_context("spawn")
+    queue, progress = ctx.Queue(), ctx.Queue()
+    proc = ctx.Process(target=_child, args=(queue, progress, args))
+    proc.start()
+    import queue as queue_mod
+
+    while True:
+        try:
+            status, payload = queue.get(timeout=0.2)
+            break
+        except queue_mod.Empty:
+            while not progress.empty():
+                on_clip(progress.get())
+            if not proc.is_alive() and queue.empty():
+                raise RuntimeError(f"benchmark worker died (exit code {proc.exitcode})")
+    while not progress.empty():
+        on_clip(progress.get())
+    proc.join()
+    if status != "ok":
+        raise RuntimeError(f"configuration {args[0]}/{args[1]} failed: {payload}")
+    return payload
+
+
+def run(args: argparse.Namespace) -> int:
+    from speech.backends import default_registry
+    from speech.errors import UserError
+    from speech.progress import Progress
+
+    registry = default_registry()
+    models = args.model or ["whisper-tiny.en", "whisper-base"]
+    policies = args.policy or ["local-agreement-2", "stable"]
+    for m in models:
+        registry.spec("recognizer", m)
+        if m in ENGLISH_ONLY and args.language != "en":
+            raise UserError(f"{m} is English-only; use --language en")
+    for p in policies:
+        registry.spec("asr-policy", p.partition(":")[0])
+    clips = load_clips(args.manifest or list(DEFAULT_MANIFESTS), args.language, args.limit)
+    update_s = args.update_ms / 1000 if args.update_ms else None
+    configs = []
+    total = len(models) * len(policies) * (1 if args.long else len(clips))
+    with Progress(total, "bench asr") as bar:
+        for m in models:
+            for p in policies:
+                job: tuple = (m, p, args.language, clips, args.chunk_ms, update_s, not args.no_vad, args.threads,
+                              args.adaptive)
+                if args.long:
+                    job += (args.long,)
+                configs.append(run_isolated(job, lambda n, m=m, p=p: bar.update(n, f"{m}/{p}")))
+    if args.json:
+        print(json.dumps({"configs": configs}))
+        return 0
+    if args.long:
+        for c in configs:
+            print(f"{c['name']}: {c['audio_s']} s, WER {c['wer']}%, RTF {c['rtf']}")
+            print(f"  decode time p50 per fifth of the stream: {c['update_p50_s_by_fifth']}")
+            print(f"  commit lag p50 per minute: {c['lag_p50_s_by_minute']}")
+        return 0
+    cols = ("name", "wer", "offline_wer", "lag_p50_s", "lag_p90_s", "lag_ca_p50_s", "lag_ca_p90_s",
+            "rtf", "update_p50_s", "peak_rss_mb")
+    print(f"{len(clips)} clips, {configs[0]['audio_s']} s of audio, {configs[0]['words']} reference words")
+    print("  ".join(f"{c:>14}" if i else f"{c:<34}" for i, c in enumerate(cols)))
+    for c in configs:
+        print("  ".join(f"{str(c[k]):>14}" if i else f"{c[k]:<34}" for i, k in enumerate(cols)))
+    return 0

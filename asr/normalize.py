@@ -1,0 +1,85 @@
+"""Text normalisation for word error rate: the same rules on the reference and the hypothesis.
+
+Lower case, no punctuation, common abbreviations expanded, and numbers spelled out in English
+words on both sides (Whisper writes "25", references often write "twenty five").
+"""
+
+from __future__ import annotations
+
+import re
+
+_ONES = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen"
+).split()
+_TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
+_ORDINAL_IRREGULAR = {
+    "one": "first", "two": "second", "three": "third", "five": "fifth", "eight": "eighth",
+    "nine": "ninth", "twelve": "twelfth",
+}
+_ABBREVIATIONS = {
+    "mr": "mister", "mrs": "missus", "ms": "miss", "dr": "doctor", "st": "saint", "jr": "junior",
+    "vs": "versus", "etc": "et cetera",
+}
+_SYMBOLS = {"%": " percent ", "&": " and ", "+": " plus ", "=": " equals "}
+
+
+def spell_number(n: int) -> str:
+    """English words for a non-negative integer (up to the billions)."""
+    if n < 20:
+        return _ONES[n]
+    if n < 100:
+        tens, rest = divmod(n, 10)
+        return _TENS[tens] + ("" if rest == 0 else " " + _ONES[rest])
+    if n < 1000:
+        hundreds, rest = divmod(n, 100)
+        return _ONES[hundreds] + " hundred" + ("" if rest == 0 else " " + spell_number(rest))
+    for size, name in ((10**9, "billion"), (10**6, "million"), (1000, "thousand")):
+        if n >= size:
+            head, rest = divmod(n, size)
+            return spell_number(head) + " " + name + ("" if rest == 0 else " " + spell_number(rest))
+    raise AssertionError("unreachable")
+
+
+def spell_ordinal(n: int) -> str:
+    words = spell_number(n).split()
+    last = words[-1]
+    if last in _ORDINAL_IRREGULAR:
+        words[-1] = _ORDINAL_IRREGULAR[last]
+    elif last.endswith("y"):
+        words[-1] = last[:-1] + "ieth"
+    else:
+        words[-1] = last + "th"
+    return " ".join(words)
+
+
+def _spell_token(match: re.Match[str]) -> str:
+    digits, suffix = match.group(1).replace(",", ""), match.group(2)
+    n = int(digits)
+    if suffix:
+        return " " + spell_ordinal(n) + " "
+    # Four-digit years are read in pairs ("nineteen ninety"), as speakers say them.
+    if 1100 <= n <= 1999 or 2010 <= n <= 2099:
+        hi, lo = divmod(n, 100)
+        return " " + spell_number(hi) + " " + ("hundred" if lo == 0 else ("oh " if lo < 10 else "") + spell_number(lo)) + " "
+    return " " + spell_number(n) + " "
+
+
+def normalize(text: str) -> str:
+    """Lower-case words separated by single spaces, comparable across transcription styles."""
+    t = text.lower()
+    for sym, word in _SYMBOLS.items():
+        t = t.replace(sym, word)
+    t = re.sub(r"(?<=\d),(?=\d{3}\b)", "", t)  # 1,000 -> 1000
+    t = re.sub(r"(\d+)\.(\d+)", lambda m: f"{m.group(1)} point {' '.join(m.group(2))}", t)
+    t = re.sub(r"(\d+)(st|nd|rd|th)?\b", _spell_token, t)
+    t = re.sub(r"[’`]", "'", t)
+    t = re.sub(r"[^\w\s']", " ", t)  # punctuation and hyphens become spaces
+    t = re.sub(r"(?<!\w)'|'(?!\w)", " ", t)  # quotes, but keep "don't"
+    words = [_ABBREVIATIONS.get(w, w) for w in t.split()]
+    return " ".join(" ".join(words).split())
+
+
+def word_key(text: str) -> str:
+    """The form two hypotheses are compared in (case and punctuation do not count)."""
+    return re.sub(r"[^\w']", "", text.lower())

@@ -1,0 +1,185 @@
+"""Streaming Whisper: re-decode a trimmed audio buffer on each update (whisper_streaming design).
+
+- The buffer holds the audio of the current speech segment since the last trim point.
+- Words already committed and still inside the buffer are removed from each new hypothesis (by
+  time, then by matching the committed tail), so the commit policy only sees new words.
+- Committed words that left the buffer become the prompt (never words still in the buffer:
+  Whisper would skip them).
+- Trimming: once the buffer exceeds `trim_s`, it is cut after the last committed word (at a
+  sentence end when one is committed), so each update costs the same however long the stream.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from speech.types import AudioChunk, Word
+
+from .normalize import word_key
+
+SAMPLE_RATE = 16000
+
+
+@dataclass
+class WhisperConfig:
+    model: str = "base"  # embedded name, local CTranslate2 folder, or hub id (allow_download)
+    language: str | None = None  # None: detect (multilingual models)
+    cpu_threads: int = 2
+    compute_type: str = "int8"
+    beam_size: int = 1
+    chunk_length: int = 30  # encoder window in seconds; shorter is cheaper (the buffer must fit)
+    trim_s: float = 12.0  # trim the buffer once it holds more than this much audio
+    prompt_words: int = 40
+    max_new_tokens: int = 96
+    allow_download: bool = False
+
+
+def load_model(registry: Any, config: WhisperConfig) -> Any:
+    from speech.models import whisper as whisper_models
+
+    key = ("whisper", config.model, config.cpu_threads, config.compute_type)
+    return registry.shared(
+        key,
+        lambda: whisper_models.load(config.model, config.cpu_threads, config.compute_type, config.allow_download),
+    )
+
+
+def transcribe_words(model: Any, audio: np.ndarray, config: WhisperConfig, prompt: str = "", offset: float = 0.0) -> tuple[list[Word], str]:
+    """One greedy decode of `audio` with word timestamps; returns (words, language)."""
+    segments, info = model.transcribe(
+        audio,
+        language=config.language,
+        initial_prompt=prompt or None,
+        beam_size=config.beam_size,
+        temperature=0.0,
+        condition_on_previous_text=False,
+        word_timestamps=True,
+        vad_filter=False,
+        chunk_length=config.chunk_length,
+        max_new_tokens=config.max_new_tokens,
+        without_timestamps=False,
+    )
+    words: list[Word] = []
+    for seg in segments:
+        for w in seg.words or ():
+            text = w.word.strip()
+            if text:
+                words.append(Word(text, offset + float(w.start), offset + float(w.end), float(w.probability)))
+    return words, info.language
+
+
+class WhisperRecognizer:
+    """One stream's state over a shared, read-only WhisperModel."""
+
+    sample_rate = SAMPLE_RATE
+
+    def __init__(self, model: Any, config: WhisperConfig) -> None:
+        self.model = model
+        self.config = config
+        self.language = config.language or ""
+        self.reset()
+
+    def reset(self) -> None:
+        self._audio = np.zeros(0, dtype=np.float32)
+        self._start = 0.0  # source time of the buffer's first sample
+        self._committed: list[Word] = []  # every committed word of the stream
+        self._in_buffer = 0  # how many of the last committed words lie inside the buffer
+        self._hypothesis: list[Word] = []
+        self._decoded_end = -1.0
+        self.decodes = 0
+
+    # -- audio ----------------------------------------------------------------------------------
+    @property
+    def buffer_end(self) -> float:
+        return self._start + len(self._audio) / SAMPLE_RATE
+
+    @property
+    def buffer_seconds(self) -> float:
+        return len(self._audio) / SAMPLE_RATE
+
+    def feed(self, chunk: AudioChunk) -> None:
+        if chunk.sample_rate != SAMPLE_RATE:
+            raise ValueError(f"Whisper takes {SAMPLE_RATE} Hz audio, got {chunk.sample_rate} Hz")
+        if not len(self._audio):
+            self._start = chunk.start
+        self._audio = np.concatenate([self._audio, chunk.samples])
+
+    def close_segment(self) -> list[Word]:
+        """The speaker paused: the segment's last uncommitted words, and a fresh buffer after."""
+        words = self.hypothesis()
+        self.commit(words)
+        self._audio = np.zeros(0, dtype=np.float32)
+        self._in_buffer = 0
+        self._hypothesis = []
+        return words
+
+    # -- decoding -------------------------------------------------------------------------------
+    def prompt(self) -> str:
+        outside = self._committed[: len(self._committed) - self._in_buffer]
+        return " ".join(w.text for w in outside[-self.config.prompt_words :])
+
+    def hypothesis(self) -> list[Word]:
+        """Decode the buffer (if it grew) and return the words not yet committed."""
+        if self.buffer_end == self._decoded_end:
+            return list(self._hypothesis)
+        if len(self._audio) < SAMPLE_RATE // 10:
+            return []
+        words, language = transcribe_words(self.model, self._audio, self.config, self.prompt(), self._start)
+        self.decodes += 1
+        self.language = language
+        self._decoded_end = self.buffer_end
+        end = self.buffer_end
+        words = [Word(w.text, min(w.start or 0.0, end), min(w.end or end, end), w.probability) for w in words]
+        self._hypothesis = self._strip_committed(words)
+        return list(self._hypothesis)
+
+    def _strip_committed(self, words: list[Word]) -> list[Word]:
+        if not self._in_buffer:
+            return words
+        inside = self._committed[-self._in_buffer :]
+        last_end = inside[-1].end or self._start
+        # Words that start before the last committed word ended were already committed.
+        fresh = [w for w in words if (w.start or 0.0) > last_end - 0.1]
+        # A committed word re-decoded with a slightly later timestamp: drop the matching n-gram.
+        for n in range(min(5, len(fresh), len(inside)), 0, -1):
+            if [word_key(w.text) for w in inside[-n:]] == [word_key(w.text) for w in fresh[:n]]:
+                return fresh[n:]
+        return fresh
+
+    def commit(self, words: list[Word]) -> None:
+        """The policy committed `words` (a prefix of the last hypothesis): trim what we can."""
+        if not words:
+            return
+        self._committed.extend(words)
+        self._in_buffer += len(words)
+        self._hypothesis = self._hypothesis[len(words) :]
+        if self.buffer_seconds > self.config.trim_s:
+            self._trim()
+
+    def _trim(self) -> None:
+        inside = self._committed[-self._in_buffer :]
+        cut = None
+        for i in range(len(inside) - 1, -1, -1):
+            if inside[i].text.endswith((".", "?", "!")):
+                cut = i
+                break
+        if cut is None or (inside[cut].end or 0.0) - self._start < self.config.trim_s / 2:
+            cut = len(inside) - 1  # no sentence end far enough: cut after the last committed word
+        t = inside[cut].end or self._start
+        drop = int(round((t - self._start) * SAMPLE_RATE))
+        if drop <= 0:
+            return
+        self._audio = self._audio[drop:]
+        self._start = t
+        self._in_buffer = len(inside) - cut - 1
+
+    def finish(self) -> list[Word]:
+        """End of stream: the words not yet committed, from a last decode."""
+        return self.close_segment()
+
+
+def make_whisper(config: WhisperConfig, registry: Any) -> WhisperRecognizer:
+    return WhisperRecognizer(load_model(registry, config), config)

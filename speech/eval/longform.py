@@ -1,0 +1,117 @@
+"""Long-form evaluation: recordings joined into one stream, output re-segmented by alignment.
+
+As StreamLAAL does (Papi et al. 2024, with mwerSegmenter): the whole stream's committed target
+words are split into one segment per reference by a minimum-edit-distance alignment against the
+concatenated references; each segment is then scored like a sentence, its delays taken relative
+to the start of its recording in the stream.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .metrics import Emitted, translation_latency
+from .quality import normalize, sentence_scores
+
+RATE = 16000
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Where one recording sits in the joined stream (seconds)."""
+
+    offset: float
+    duration: float
+
+
+def join_recordings(paths: list[Path], gap_s: float, out: Path) -> list[Segment]:
+    """Writes the recordings one after another, `gap_s` of silence between them, at 16 kHz."""
+    from ..audio import read_audio, resample, write_wav
+
+    pieces: list[np.ndarray] = []
+    segments: list[Segment] = []
+    t = 0.0
+    gap = np.zeros(int(round(gap_s * RATE)), np.float32)
+    for i, path in enumerate(paths):
+        samples, rate, _ = read_audio(path)
+        samples = resample(samples, rate, RATE)
+        if i:
+            pieces.append(gap)
+            t += len(gap) / RATE
+        segments.append(Segment(t, len(samples) / RATE))
+        pieces.append(samples)
+        t += len(samples) / RATE
+    write_wav(out, np.concatenate(pieces), RATE)
+    return segments
+
+
+def align_to_references(hypothesis: list[str], references: list[str]) -> list[int]:
+    """The reference index each hypothesis word belongs to (a monotone split).
+
+    Levenshtein alignment of the normalised hypothesis words against the concatenated normalised
+    reference words; a matched or substituted word takes its reference word's segment, an
+    inserted word the segment of the reference word aligned before it (the first one if none).
+    """
+    hyp = [normalize(w) for w in hypothesis]
+    ref: list[str] = []
+    seg_of: list[int] = []
+    for i, r in enumerate(references):
+        words = normalize(r).split()
+        ref.extend(words)
+        seg_of.extend([i] * len(words))
+    n, m = len(hyp), len(ref)
+    if n == 0:
+        return []
+    if m == 0:
+        return [0] * n
+    # cost[i][j]: edit distance of hyp[:i] and ref[:j]; kept whole for the backtrace.
+    cost = np.zeros((n + 1, m + 1), dtype=np.int32)
+    cost[:, 0] = np.arange(n + 1)
+    cost[0, :] = np.arange(m + 1)
+    ref_arr = np.array(ref, dtype=object)
+    for i in range(1, n + 1):
+        sub = cost[i - 1, :-1] + (ref_arr != hyp[i - 1])
+        dele = cost[i - 1, 1:] + 1
+        row = np.minimum(sub, dele)
+        # insertions along the row (ref word skipped) need a left-to-right pass
+        cur = cost[i]
+        for j in range(1, m + 1):
+            cur[j] = min(row[j - 1], cur[j - 1] + 1)
+    owner = [-1] * n
+    i, j = n, m
+    while i > 0:
+        if j > 0 and cost[i, j] == cost[i - 1, j - 1] + (ref[j - 1] != hyp[i - 1]):
+            owner[i - 1] = seg_of[j - 1]
+            i, j = i - 1, j - 1
+        elif cost[i, j] == cost[i - 1, j] + 1:  # hypothesis word inserted
+            owner[i - 1] = seg_of[j - 1] if j > 0 else 0
+            i -= 1
+        else:  # reference word deleted
+            j -= 1
+    # keep the split monotone (ties in the backtrace could otherwise interleave)
+    for k in range(1, n):
+        owner[k] = max(owner[k], owner[k - 1])
+    return owner
+
+
+def resegment(words: list[Emitted], references: list[str]) -> list[list[Emitted]]:
+    owner = align_to_references([e.word.text for e in words], references)
+    out: list[list[Emitted]] = [[] for _ in references]
+    for e, k in zip(words, owner):
+        out[k].append(e)
+    return out
+
+
+def segment_metrics(words: list[Emitted], segment: Segment, reference: str | None) -> dict:
+    """One re-segmented reference: quality, and latency relative to its recording's start."""
+    shifted = [
+        Emitted(e.word, e.source_time - segment.offset, e.wall_time - segment.offset) for e in words
+    ]
+    out: dict = {"mt_text": " ".join(e.word.text for e in words), "mt_words": len(words), "source_s": segment.duration}
+    if reference:
+        out.update(sentence_scores(out["mt_text"], reference))
+    out.update(translation_latency(shifted, segment.duration, len(reference.split()) if reference else None))
+    return out

@@ -1,0 +1,109 @@
+"""`speech serve`: the websocket audio API and the browser page."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+from pathlib import Path
+
+from ..errors import UserError
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1: this machine only)")
+    parser.add_argument("--port", type=int, default=8765, help="TCP port (default 8765; 0 picks a free one)")
+    parser.add_argument("--token", default=os.environ.get("SPEECH_TOKEN", ""),
+                        help="clients must send this token in their hello (default: $SPEECH_TOKEN; empty: no check)")
+    parser.add_argument("--max-sessions", type=int, default=2, help="concurrent sessions (default 2: one per core)")
+    parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                        help="a browser origin allowed besides the server's own (repeatable), e.g. https://example.org")
+    parser.add_argument("--asr-model", default="whisper-tiny.en", help="recogniser (default whisper-tiny.en)")
+    parser.add_argument("--mt-backend", default="default", help="translator (default: the best for the pair)")
+    parser.add_argument("--voice", default="default", help="synthesis voice (default: the target language's)")
+    parser.add_argument("--warm-up", default="en:es", metavar="SRC:TGT",
+                        help="load the models for this pair before accepting clients (default en:es; 'none' to skip)")
+    parser.add_argument("--asr-update-s", type=float, default=1.0, metavar="SECONDS",
+                        help="seconds of new audio between recogniser updates (default 1.0: with 2 concurrent "
+                             "sessions it kept p90 lag within 1.3x of one session, 0.5 did not; 0: the model's own)")
+    parser.add_argument("--extra", action="append", default=[], metavar="KEY=JSON",
+                        help="a pipeline option passed to the stages (repeatable), e.g. asr_update_s=1.0 "
+                             "or 'mt_options={\"threads\": 1}'")
+    parser.add_argument("--log-dir", type=Path, help="write one event log per session here")
+    parser.add_argument("--pipeline", help=argparse.SUPPRESS)  # module:function, a custom factory (tests)
+
+
+def _pair(text: str) -> tuple[str, str] | None:
+    if text.lower() == "none":
+        return None
+    src, sep, tgt = text.partition(":")
+    if not sep or not src or not tgt:
+        raise UserError(f"--warm-up must look like en:es (or none), got {text!r}")
+    return src, tgt
+
+
+def parse_extra(items: list[str]) -> dict:
+    import json
+
+    extra = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UserError(f"--extra must look like KEY=JSON, got {item!r}")
+        try:
+            extra[key] = json.loads(value)
+        except json.JSONDecodeError:
+            extra[key] = value  # a bare word is a string
+    return extra
+
+
+def run(args: argparse.Namespace) -> int:
+    if not 0 <= args.port <= 65535:
+        raise UserError(f"--port {args.port} is out of range (0-65535)")
+    if args.max_sessions < 1:
+        raise UserError("--max-sessions must be at least 1")
+    warm = _pair(args.warm_up)
+    return asyncio.run(_serve(args, warm))
+
+
+async def _serve(args: argparse.Namespace, warm: tuple[str, str] | None) -> int:
+    from ..backends import default_registry
+    from ..pipeline import PipelineConfig
+    from .pipelines import RealPipeline, load_factory
+    from .protocol import Hello
+    from .server import ServerConfig, SpeechServer
+
+    from .memory import limit_arenas
+
+    limit_arenas()  # before any worker thread exists (see speech.server.memory)
+    registry = default_registry()
+    extra = {"asr_update_s": args.asr_update_s} if args.asr_update_s > 0 else {}
+    extra.update(parse_extra(args.extra))
+    base = PipelineConfig(asr_model=args.asr_model, mt_backend=args.mt_backend, voice=args.voice, extra=extra)
+    factory = load_factory(args.pipeline, registry, base) if args.pipeline else RealPipeline(registry, base)
+    if warm and hasattr(factory, "warm_up"):
+        print(f"speech serve: loading models for {warm[0]}->{warm[1]} ...", file=sys.stderr, flush=True)
+        try:
+            await factory.warm_up(Hello(warm[0], warm[1], 16000))
+        except Exception as e:  # noqa: BLE001 - say which pair failed and how to skip it
+            raise UserError(f"warm-up {warm[0]}:{warm[1]} failed ({type(e).__name__}: {e}); try --warm-up none") from e
+    config = ServerConfig(host=args.host, port=args.port, token=args.token, max_sessions=args.max_sessions,
+                          allowed_origins=tuple(args.allow_origin), log_dir=args.log_dir)
+    server = SpeechServer(config, factory)
+    try:
+        await server.start()
+    except OSError as e:
+        raise UserError(f"cannot listen on {args.host}:{args.port} ({e.strerror or e}); choose another --port") from None
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    page = f"http://{args.host}:{server.port}/" + (f"?token={args.token}" if args.token else "")
+    # Scripts read this line to learn the port (with --port 0).
+    print(f"speech serve: listening on {server.url} (page {page}, health /healthz, metrics /metrics)", flush=True)
+    await stop.wait()
+    print("speech serve: shutting down, flushing open sessions ...", file=sys.stderr, flush=True)
+    await server.shutdown()
+    return 0

@@ -1,0 +1,85 @@
+"""`speech stream FILE --url ws://...`: stream a file to a running server and print its events."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+from ..errors import UserError
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", type=Path, help="audio file (WAV, FLAC, Ogg Opus)")
+    parser.add_argument("--url", default="ws://127.0.0.1:8765/ws", help="server (default ws://127.0.0.1:8765/ws)")
+    parser.add_argument("--source", default="en", help="spoken language (default en)")
+    parser.add_argument("--target", default="es", help="language to translate into (default es)")
+    parser.add_argument("--token", default="", help="the server's token, if it has one")
+    parser.add_argument("--speed", type=float, default=1.0,
+                        help="pace: 1 = real time (default), 2 = twice as fast, 0 = as fast as possible")
+    parser.add_argument("--codec", choices=("pcm16", "opus"), default="pcm16", help="input codec (default pcm16)")
+    parser.add_argument("--output-codec", choices=("pcm16", "opus"), default="pcm16", help="output codec")
+    parser.add_argument("--stop-after", type=float, metavar="SECONDS", help="send `end` after this much audio")
+    parser.add_argument("--output", type=Path, help="write the translated speech to this WAV file")
+    parser.add_argument("--json", action="store_true", help="print every event as one JSON line")
+
+
+class Printer:
+    """Live display: committed text, then the tentative tail dimmed, redrawn on one line per stream."""
+
+    def __init__(self, as_json: bool) -> None:
+        self.as_json = as_json
+        self.tty = sys.stdout.isatty()
+        self.words = {"recognition": [], "translation": []}
+
+    def __call__(self, event: dict) -> None:
+        kind = event["type"]
+        if self.as_json:
+            print(json.dumps(event, ensure_ascii=False), flush=True)
+            return
+        if kind in self.words:
+            self.words[kind].extend(event["committed"])
+            if event["committed"] or not self.tty:
+                tag = "heard" if kind == "recognition" else "said "
+                tail = " ".join(event["tentative"])
+                dim = f" \x1b[2m{tail}\x1b[0m" if self.tty and tail else (f" [{tail}]" if tail else "")
+                lag = f"  (lag {event['lag']:.2f} s)" if event.get("lag") is not None else ""
+                print(f"{tag}: {' '.join(self.words[kind])}{dim}{lag}", flush=True)
+        elif kind == "error":
+            print(f"error ({event['code']}): {event['message']}", file=sys.stderr, flush=True)
+        elif kind == "done":
+            s = event["summary"]
+            print(f"done: {s['audio_in_s']:.1f} s in, {s['recognized_words']} words heard, "
+                  f"{s['translated_words']} translated, {s['audio_out_s']:.1f} s spoken, "
+                  f"lag p50 {_f(s['lag_p50'])} p90 {_f(s['lag_p90'])} s", flush=True)
+
+
+def _f(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def run(args: argparse.Namespace) -> int:
+    from websockets.exceptions import InvalidHandshake, InvalidURI
+
+    from ..audio import write_wav
+    from .client import stream_file
+
+    if args.speed < 0:
+        raise UserError("--speed must be 0 (as fast as possible) or positive")
+    try:
+        result = asyncio.run(stream_file(
+            args.url, args.file, args.source, args.target, token=args.token, codec=args.codec,
+            output_codec=args.output_codec, speed=args.speed, stop_after_s=args.stop_after,
+            on_event=Printer(args.json)))
+    except (OSError, InvalidHandshake, InvalidURI) as e:
+        raise UserError(f"cannot reach {args.url} ({e}); is `speech serve` running?") from None
+    if args.output:
+        samples, rate = result.pcm()
+        if rate:
+            write_wav(args.output, samples, rate)
+            print(f"wrote {args.output} ({len(samples) / rate:.1f} s)", file=sys.stderr)
+    if result.error:
+        return 1
+    return 0 if result.done else 1

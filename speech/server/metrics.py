@@ -1,0 +1,63 @@
+"""Server-wide figures for /metrics: sessions, lag, real-time factor, errors."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, deque
+from dataclasses import dataclass, field
+
+
+def percentile(values: list[float] | deque[float], q: float) -> float | None:
+    """Linear-interpolated percentile (q in 0..100); None for no values."""
+    data = sorted(values)
+    if not data:
+        return None
+    pos = (len(data) - 1) * q / 100.0
+    lo = int(pos)
+    hi = min(lo + 1, len(data) - 1)
+    return data[lo] + (data[hi] - data[lo]) * (pos - lo)
+
+
+@dataclass
+class Metrics:
+    started: float = field(default_factory=time.monotonic)
+    sessions_active: int = 0
+    sessions_total: int = 0
+    sessions_completed: int = 0
+    connections_open: int = 0
+    rejected: Counter = field(default_factory=Counter)  # busy, unauthorized, ...
+    errors: Counter = field(default_factory=Counter)  # by error code
+    audio_in_s: float = 0.0
+    audio_out_s: float = 0.0
+    recent_lags: deque = field(default_factory=lambda: deque(maxlen=2000))
+    recent_rtfs: deque = field(default_factory=lambda: deque(maxlen=200))
+
+    def observe_lag(self, lag: float) -> None:
+        self.recent_lags.append(lag)
+
+    def to_json(self) -> dict:
+        import psutil
+
+        rss = psutil.Process().memory_info().rss
+        lags = list(self.recent_lags)
+        rtfs = list(self.recent_rtfs)
+        return {
+            "uptime_s": round(time.monotonic() - self.started, 3),
+            "sessions": {
+                "active": self.sessions_active,
+                "total": self.sessions_total,
+                "completed": self.sessions_completed,
+            },
+            "connections_open": self.connections_open,
+            "rejected": dict(self.rejected),
+            "errors": dict(self.errors),
+            "audio_in_s": round(self.audio_in_s, 3),
+            "audio_out_s": round(self.audio_out_s, 3),
+            "lag_s": {"p50": _r(percentile(lags, 50)), "p90": _r(percentile(lags, 90)), "count": len(lags)},
+            "rtf": {"mean": _r(sum(rtfs) / len(rtfs)) if rtfs else None, "count": len(rtfs)},
+            "rss_bytes": rss,
+        }
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(x, 4)

@@ -1,0 +1,221 @@
+"""The websocket server: routes, origin check, session slots, metrics and a flushing shutdown.
+
+The stage list comes from an injectable `PipelineFactory` (see speech.server.pipelines for the
+real one); tests pass a fake. One factory, hence one registry of loaded models, per server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import mimetypes
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Protocol
+from urllib.parse import parse_qs, urlsplit
+
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.datastructures import Headers
+from websockets.http11 import Request, Response
+
+from ..channel import Channel
+from ..clock import Clock
+from ..events import EventLog
+from ..session import Session
+from . import protocol as P
+from .connection import Connection
+from .memory import trim
+from .metrics import Metrics
+
+WEBSOCKET_PATHS = ("/", "/ws")
+
+
+class PipelineFactory(Protocol):
+    def __call__(
+        self,
+        hello: P.Hello,
+        source: Callable[[Channel[Any]], Awaitable[None]],
+        sink: Callable[[Channel[Any]], Awaitable[None]],
+        clock: Clock,
+        log: EventLog,
+    ) -> Session: ...
+
+
+@dataclass
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 8765
+    token: str = ""
+    max_sessions: int = 2
+    allowed_origins: tuple[str, ...] = ()  # besides the server's own origin
+    hello_timeout: float = 10.0
+    idle_timeout: float = 30.0
+    shutdown_timeout: float = 30.0
+    log_dir: Path | None = None  # one event log per session when set
+    static_dir: Path | None = None  # the browser page; default: speech.demo's static/
+
+
+@dataclass
+class SpeechServer:
+    config: ServerConfig
+    pipeline: PipelineFactory
+    metrics: Metrics = field(default_factory=Metrics)
+    connections: set[Connection] = field(default_factory=set)
+    _sessions: set[Connection] = field(default_factory=set)
+    _server: Server | None = None
+    _count: int = 0
+    _closing: bool = False
+
+    # -- lifecycle -------------------------------------------------------------------------
+    async def start(self) -> None:
+        self._server = await serve(
+            self._handle,
+            self.config.host,
+            self.config.port,
+            process_request=self._process_request,
+            max_size=P.MAX_TRANSPORT_BYTES,
+            compression=None,  # audio does not compress; deflate only costs CPU
+            server_header=None,
+        )
+        self.config.port = self.port
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None
+        return self._server.sockets[0].getsockname()[1]
+
+    @property
+    def url(self) -> str:
+        return f"ws://{self.config.host}:{self.port}/ws"
+
+    async def shutdown(self) -> None:
+        """Stop accepting; flush every open session (as if it had sent `end`); then close."""
+        self._closing = True
+        if self._server is not None:
+            self._server.close(close_connections=False)
+        for conn in list(self.connections):
+            if conn in self._sessions:
+                conn.request_end()
+            elif conn.task is not None:
+                conn.task.cancel()  # still before its hello: nothing to flush
+        pending = [c.task for c in self.connections if c.task is not None]
+        if pending:
+            done, still = await asyncio.wait(pending, timeout=self.config.shutdown_timeout)
+            for task in still:
+                task.cancel()
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    async def __aenter__(self) -> "SpeechServer":
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    # -- slots -----------------------------------------------------------------------------
+    def try_acquire(self, conn: Connection) -> bool:
+        if self._closing or len(self._sessions) >= self.config.max_sessions:
+            return False
+        self._sessions.add(conn)
+        self.metrics.sessions_active = len(self._sessions)
+        self.metrics.sessions_total += 1
+        return True
+
+    def release(self, conn: Connection) -> None:
+        self._sessions.discard(conn)
+        self.metrics.sessions_active = len(self._sessions)
+
+    def log_path(self, number: int) -> Path | None:
+        return None if self.config.log_dir is None else Path(self.config.log_dir) / f"session-{number:05d}.jsonl"
+
+    # -- websocket -------------------------------------------------------------------------
+    async def _handle(self, ws: ServerConnection) -> None:
+        self._count += 1
+        conn = Connection(self, ws, self._count)
+        conn.task = asyncio.current_task()
+        self.connections.add(conn)
+        self.metrics.connections_open = len(self.connections)
+        try:
+            await conn.serve()
+        except Exception as e:  # noqa: BLE001 - one connection's bug must never stop the server
+            self.metrics.errors["internal"] += 1
+            try:
+                await ws.send(P.dumps(P.error_event("internal", f"{type(e).__name__}: {e}")))
+                await ws.close(P.CLOSE_INTERNAL, "internal error")
+            except Exception:  # noqa: BLE001
+                pass
+        finally:
+            self.release(conn)
+            self.connections.discard(conn)
+            self.metrics.connections_open = len(self.connections)
+            if conn.input is not None:  # a session ran: give its freed memory back
+                await asyncio.to_thread(trim)
+
+    # -- HTTP ------------------------------------------------------------------------------
+    def _origin_allowed(self, request: Request) -> bool:
+        origin = request.headers.get("Origin")
+        if origin is None:
+            return True  # not a browser: authentication is the token's job
+        host = request.headers.get("Host", "")
+        parts = urlsplit(origin)
+        if parts.scheme in ("http", "https") and parts.netloc == host:
+            return True
+        return origin in self.config.allowed_origins
+
+    def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
+        url = urlsplit(request.path)
+        upgrade = request.headers.get("Upgrade", "").lower() == "websocket"
+        if upgrade:
+            if url.path not in WEBSOCKET_PATHS:
+                return _text(HTTPStatus.NOT_FOUND, f"no websocket at {url.path}; use /ws\n")
+            if not self._origin_allowed(request):
+                self.metrics.rejected["origin"] += 1
+                return _text(HTTPStatus.FORBIDDEN, "origin not allowed; start the server with --allow-origin\n")
+            if self._closing:
+                return _text(HTTPStatus.SERVICE_UNAVAILABLE, "the server is shutting down\n")
+            return None
+        if request.path == "/healthz":
+            return _json(HTTPStatus.OK, {"status": "closing" if self._closing else "ok", "protocol": P.VERSION})
+        if url.path == "/metrics":
+            if self.config.token and not self._http_token_ok(request):
+                return _text(HTTPStatus.UNAUTHORIZED, "pass ?token=... or Authorization: Bearer ...\n")
+            return _json(HTTPStatus.OK, self.metrics.to_json())
+        return self._static(url.path)
+
+    def _http_token_ok(self, request: Request) -> bool:
+        given = parse_qs(urlsplit(request.path).query).get("token", [""])[0]
+        auth = request.headers.get("Authorization", "")
+        if auth.startswith("Bearer "):
+            given = auth[7:]
+        return hmac.compare_digest(given.encode(), self.config.token.encode())
+
+    def _static(self, path: str) -> Response:
+        root = self.config.static_dir or _default_static()
+        name = "index.html" if path in ("/", "") else path.lstrip("/")
+        target = (root / name).resolve()
+        if root.resolve() not in target.parents or not target.is_file():
+            return _text(HTTPStatus.NOT_FOUND, f"not found: {path}\n")
+        ctype = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
+        if ctype.startswith("text/") or ctype.endswith("javascript"):
+            ctype += "; charset=utf-8"
+        headers = Headers([("Content-Type", ctype), ("Cache-Control", "no-store")])
+        return Response(HTTPStatus.OK, "OK", headers, target.read_bytes())
+
+
+def _default_static() -> Path:
+    from importlib.resources import files
+
+    return Path(str(files("speech.demo") / "static"))
+
+
+def _json(status: HTTPStatus, body: dict) -> Response:
+    data = json.dumps(body).encode()
+    return Response(status.value, status.phrase, Headers([("Content-Type", "application/json")]), data)
+
+
+def _text(status: HTTPStatus, body: str) -> Response:
+    return Response(status.value, status.phrase, Headers([("Content-Type", "text/plain; charset=utf-8")]), body.encode())

@@ -1,0 +1,183 @@
+"""`speech translate INPUT --source xx --target yy`: speech in, translated speech out.
+
+Runs ASR -> translation -> TTS -> codec on the embedded defaults and writes the translated speech
+as the listener would hear it: each chunk starts at max(its emission time, the end of the previous
+chunk), so the file shows the pipeline's latency (`--compact` drops the waits). By default the
+input is fed as fast as the stages take it and latency is emulated on the simulated clock
+(computation-aware); `--realtime` feeds it in real time on the wall clock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import UserError
+from .stage import StageError
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("input", help="audio file (WAV, FLAC, Ogg Opus)")
+    parser.add_argument("--source", default="en", help="language spoken in INPUT (default: en)")
+    parser.add_argument("--target", default="es", help="language to speak (default: es)")
+    parser.add_argument("--output", "-o", help="translated speech, WAV (default: INPUT's name + .<target>.wav here)")
+    parser.add_argument("--log", help="write the event log (JSON lines) here")
+    parser.add_argument("--realtime", action="store_true", help="feed the input in real time on the wall clock")
+    parser.add_argument("--play", action="store_true", help="play the translated speech through the speakers")
+    parser.add_argument("--compact", action="store_true", help="write the chunks back to back, without the waits")
+    parser.add_argument("--voice", default="default",
+                        help="synthesiser: default (piper-joe for en, else espeak), piper-joe, espeak, "
+                             "espeak:<eSpeak voice>, or a local Piper .onnx voice")
+    parser.add_argument("--codec", default="pcm16", choices=("pcm16", "opus"), help="codec between TTS and the listener")
+    parser.add_argument("--codec-rate", type=int, default=24000, help="codec sample rate in Hz (Opus: 8/12/16/24/48 kHz)")
+    parser.add_argument("--bitrate", type=int, default=24000, help="Opus bitrate in bit/s (default 24000)")
+    parser.add_argument("--asr-model", default="whisper-base", help="recogniser (default whisper-base)")
+    parser.add_argument("--mt-backend", default="default", help="translator (default: the best measured for the pair)")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress line and no summary")
+
+
+@dataclass
+class TranslationResult:
+    samples: object  # np.ndarray at `sample_rate`
+    sample_rate: int
+    chunks: int
+    text: str  # everything that was synthesised
+    source_duration: float
+    wall_s: float
+    records: list[dict]
+    boundaries: list[int]
+
+
+async def translate_file(
+    path: str,
+    config,
+    registry,
+    realtime: bool = False,
+    compact: bool = False,
+    log_path: str | None = None,
+    play: bool = False,
+    progress: bool = False,
+) -> TranslationResult:
+    """Run the whole pipeline on one file; returns the listener-timeline audio and the event log."""
+    from .audio import FileSource
+    from .clock import make_clock
+    from .events import EventLog
+    from .pipeline import build_session
+    from .progress import Progress
+    from speech.codecs.stage import codec_config
+    from speech.tts.sink import SpeechSink
+
+    clock = make_clock(realtime)
+    log = EventLog(log_path)
+    source = FileSource(path, sample_rate=16000, chunk_ms=config.chunk_ms, clock=clock)
+    decoder = None
+    if "codec" in config.stages:
+        decoder = registry.create("codec", config.codec, codec_config(config)).decoder
+    sink = SpeechSink(decoder=decoder, compact=compact, play=play and realtime,
+                      sample_rate=decoder.sample_rate if decoder is not None else None)
+    bar = Progress(int(source.duration * 1000 / config.chunk_ms), label="translating",
+                   enabled=None if progress else False)
+
+    step = max(1, 1000 // config.chunk_ms)  # redraw once per second of source
+    fed = [0]
+
+    async def feed(outbox) -> None:
+        async def counted(chunk) -> None:  # the ASR stage logs the input; this only shows progress
+            await outbox.put(chunk)
+            fed[0] += 1
+            if progress and fed[0] % step == 0:
+                bar.update(step, status=f"{sink.chunks} chunks spoken")
+
+        await source(_Forward(counted))
+
+    try:
+        session = build_session(registry, config, source=feed, sink=sink, clock=clock, log=log)
+        t0 = time.perf_counter()
+        if realtime:
+            clock.restart()
+        await session.run()
+        wall = time.perf_counter() - t0
+        if progress:
+            bar.close()
+        log.write("end", source_duration=round(source.duration, 4), wall_time=round(clock.now() if realtime else wall, 4))
+        sink.finish()
+    finally:
+        log.close()
+    spoken = [r["text"] for r in log.records if r.get("kind") == "audio" and r.get("stage") == "tts"]
+    return TranslationResult(sink.render(), sink.sample_rate or 24000, sink.chunks, " ".join(spoken),
+                             source.duration, wall, log.records, sink.boundaries())
+
+
+class _Forward:
+    """Looks like a channel to FileSource; hands each chunk to a coroutine (logging, progress)."""
+
+    def __init__(self, put) -> None:
+        self.put = put
+
+
+def pipeline_config(args: argparse.Namespace):
+    from .pipeline import PipelineConfig
+
+    return PipelineConfig(
+        source=args.source, target=args.target, asr_model=args.asr_model, mt_backend=args.mt_backend,
+        voice=args.voice, codec=args.codec, codec_rate=args.codec_rate, codec_bitrate=args.bitrate,
+        stages=("asr", "mt", "tts", "codec"),
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from .audio import read_audio, write_wav
+    from .backends import default_registry
+
+    if args.source == args.target:
+        raise UserError(f"--source and --target are both {args.source!r}; give two different languages")
+    read_audio(args.input)  # a clear error on a missing or unreadable input before any model loads
+    output = Path(args.output) if args.output else Path(f"{Path(args.input).stem}.{args.target}.wav")
+    registry = default_registry()
+    config = pipeline_config(args)
+    # Unknown voices, languages and codec rates fail here, before the recogniser and translator load.
+    from speech.codecs.stage import codec_config
+    from speech.tts.backends import create_synthesizer
+
+    create_synthesizer(registry, args.target, args.voice)
+    registry.create("codec", config.codec, codec_config(config))
+    if args.play:
+        from speech.tts.sink import check_output_device
+
+        check_output_device()
+    try:
+        result = asyncio.run(translate_file(
+            args.input, config, registry, realtime=args.realtime, compact=args.compact, log_path=args.log,
+            play=args.play, progress=not args.quiet,
+        ))
+    except StageError as e:
+        if isinstance(e.error, (UserError, ValueError, LookupError)):
+            raise UserError(str(e)) from None  # a bad option met inside a stage: one line, no traceback
+        raise
+    write_wav(output, result.samples, result.sample_rate)
+    if args.play and not args.realtime:
+        _play(result.samples, result.sample_rate)
+    if not args.quiet:
+        first = next((r for r in result.records if r.get("kind") == "audio"), None)
+        print(f"wrote {output} ({len(result.samples) / result.sample_rate:.1f} s, {result.chunks} chunks) "
+              f"from {result.source_duration:.1f} s of {args.source} speech in {result.wall_s:.1f} s")
+        if first is not None:
+            print(f"first audio {first['wall_time']:.2f} s after the source started")
+        print(f"spoken: {result.text}", file=sys.stdout)
+    return 0
+
+
+def _play(samples, rate: int) -> None:
+    try:
+        import sounddevice
+    except (ImportError, OSError) as e:
+        raise UserError(f"--play needs sounddevice and PortAudio ({e}); install libportaudio2") from None
+    try:
+        sounddevice.play(samples, rate)
+        sounddevice.wait()
+    except sounddevice.PortAudioError as e:
+        raise UserError(f"--play: no usable audio output device ({e}); drop --play and open the WAV") from None

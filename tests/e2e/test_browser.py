@@ -1,0 +1,203 @@
+"""The browser page in a real headless Chromium, its microphone fed from a shared recording.
+
+`speech serve` runs as a subprocess; Chromium opens the page with autostart, captures the fake
+microphone through the AudioWorklet, and the test reads the page through the DevTools protocol
+(a plain websocket) until the translation and the played audio show up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FLEURS, REPO
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/setup.sh --test)")
+
+
+def start_server(extra: list[str], env: dict) -> tuple[subprocess.Popen, int]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "speech.cli", "serve", "--port", "0", *extra],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        m = re.search(r"listening on ws://[\d.]+:(\d+)", line)
+        if m:
+            return proc, int(m.group(1))
+    proc.kill()
+    raise AssertionError(f"speech serve did not start: {proc.stderr.read()[-2000:]}")
+
+
+def stop_server(proc: subprocess.Popen) -> str:
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+    return err
+
+
+def start_chromium(url: str, wav: Path, profile: Path) -> tuple[subprocess.Popen, int]:
+    proc = subprocess.Popen(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
+         "--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream",
+         f"--use-file-for-fake-audio-capture={wav}", "--autoplay-policy=no-user-gesture-required",
+         "--remote-debugging-port=0", "--remote-allow-origins=*", url],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        m = re.search(r"DevTools listening on ws://[\d.]+:(\d+)/", line)
+        if m:
+            return proc, int(m.group(1))
+        if not line and proc.poll() is not None:
+            break
+    proc.kill()
+    raise AssertionError("chromium did not start its DevTools endpoint")
+
+
+async def page_state(devtools_port: int, timeout: float) -> dict:
+    """Poll the page through DevTools until it says done (or the timeout); return what it shows."""
+    from websockets.asyncio.client import connect
+
+    def targets():
+        with urllib.request.urlopen(f"http://127.0.0.1:{devtools_port}/json/list", timeout=5) as r:
+            return json.loads(r.read())
+
+    page = next(t for t in await asyncio.to_thread(targets) if t["type"] == "page")
+    expr = """JSON.stringify({
+        status: document.getElementById('status').textContent,
+        source: document.getElementById('source-committed').textContent,
+        target: document.getElementById('target-committed').textContent,
+        tentative: document.getElementById('target-tentative').textContent,
+        tentativeStyle: getComputedStyle(document.getElementById('target-tentative')).fontStyle,
+        frames: +document.getElementById('audio-frames').textContent,
+        audioSeconds: +document.getElementById('audio-seconds').textContent,
+        sent: +document.getElementById('sent-seconds').textContent,
+        lag: document.getElementById('lag').textContent,
+        done: document.body.dataset.done === '1'})"""
+    async with connect(page["webSocketDebuggerUrl"], max_size=None) as ws:
+        deadline = time.monotonic() + timeout
+        state: dict = {}
+        n = 0
+        while time.monotonic() < deadline:
+            n += 1
+            await ws.send(json.dumps({"id": n, "method": "Runtime.evaluate", "params": {"expression": expr}}))
+            while True:
+                reply = json.loads(await ws.recv())
+                if reply.get("id") == n:
+                    break
+            value = reply.get("result", {}).get("result", {}).get("value")
+            if value is None:  # the page is still loading
+                await asyncio.sleep(0.5)
+                continue
+            state = json.loads(value)
+            if state["done"] or "error" in state["status"]:
+                return state
+            await asyncio.sleep(0.5)
+        return state
+
+
+def run_page(pipeline_args: list[str], clip: str, seconds: float, timeout: float) -> tuple[dict, str]:
+    import soundfile as sf
+
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "PYTHONPATH": str(REPO)}
+    with tempfile.TemporaryDirectory() as tmp:
+        wav = Path(tmp) / "mic.wav"
+        data, rate = sf.read(str(FLEURS / clip), dtype="float32")
+        sf.write(str(wav), data, rate, subtype="PCM_16")  # Chromium's fake capture reads WAV only
+        server, port = start_server(pipeline_args, env)
+        browser = None
+        try:
+            url = f"http://127.0.0.1:{port}/?autostart=1&seconds={seconds}&source=en&target=es"
+            browser, devtools = start_chromium(url, wav, Path(tmp) / "profile")
+            state = asyncio.run(page_state(devtools, timeout))
+        finally:
+            if browser is not None:
+                browser.kill()
+                browser.wait()
+            err = stop_server(server)
+    return state, err
+
+
+def test_page_shows_translation_and_plays_audio_fake_pipeline():
+    if not FLEURS.exists():
+        pytest.skip("../shared/data is not beside the repository")
+    state, err = run_page(["--pipeline", "tests.unit.test_server_fakes:make_fake_factory", "--warm-up", "none"],
+                          "fleurs-en-001.ogg", seconds=3, timeout=40)
+    assert state.get("done"), f"page never finished: {state} / server: {err[-1500:]}"
+    # the fake recogniser commits one word per 0.5 s; its translator upper-cases
+    words = state["target"].split()
+    assert len(words) >= 5 and words[:3] == ["W0", "W1", "W2"], state
+    assert state["frames"] == len(words) and state["audioSeconds"] > 0.4
+    assert state["tentativeStyle"] == "italic"
+    assert 2.5 <= state["sent"] <= 4.0
+
+
+@pytest.mark.slow
+def test_page_shows_real_translation_and_plays_audio():
+    if not FLEURS.exists():
+        pytest.skip("../shared/data is not beside the repository")
+    # "All nouns, alongside the word Sie for you, always begin with a capital letter ..." (8.8 s)
+    state, err = run_page(["--asr-model", "whisper-tiny.en", "--warm-up", "en:es"], "fleurs-en-001.ogg",
+                          seconds=6, timeout=150)
+    assert state.get("done"), f"page never finished: {state} / server: {err[-1500:]}"
+    heard = state["source"].lower()
+    assert sum(w in heard for w in ("nouns", "word", "always", "begin")) >= 2, state
+    said = state["target"].split()
+    assert len(said) >= 3 and state["target"].lower() != heard, state
+    assert state["frames"] >= 1 and state["audioSeconds"] > 0.5, state
+    assert state["lag"] != "-"
+    print(state)
+
+
+def test_stream_cli_and_server_shutdown_flush(tmp_path):
+    """`speech stream` against `speech serve`; SIGINT to the server mid-stream still ends in `done`."""
+    if not FLEURS.exists():
+        pytest.skip("../shared/data is not beside the repository")
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "PYTHONPATH": str(REPO)}
+    server, port = start_server(["--pipeline", "tests.unit.test_server_fakes:make_fake_factory",
+                                 "--warm-up", "none"], env)
+    clip = str(FLEURS / "fleurs-en-000.ogg")  # 10.6 s
+    url = f"ws://127.0.0.1:{port}/ws"
+    try:
+        fast = subprocess.run([sys.executable, "-m", "speech.cli", "stream", clip, "--url", url, "--speed", "0",
+                               "--output", str(tmp_path / "out.wav"), "--json"],
+                              cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+        live = subprocess.Popen([sys.executable, "-m", "speech.cli", "stream", clip, "--url", url],
+                                cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(4.0)  # about 2 s streamed once the client has started
+    finally:
+        err = stop_server(server)
+    out, _ = live.communicate(timeout=60)
+    assert fast.returncode == 0, fast.stderr
+    events = [json.loads(line) for line in fast.stdout.splitlines()]
+    assert events[0]["type"] == "ready" and events[-1]["type"] == "done"
+    assert events[-1]["summary"]["recognized_words"] == 22  # 10.56 s / 0.5 s, the last word flushed
+    assert (tmp_path / "out.wav").stat().st_size > 22 * 2205 * 2
+    # the shutdown flushed the live session: it got its words and `done`, cut short of the clip
+    assert live.returncode == 0, (out, err)
+    done = [line for line in out.splitlines() if line.startswith("done: ")]
+    assert done, out
+    heard = float(done[0].split()[1])
+    assert 0.5 < heard < 9.0

@@ -1,0 +1,57 @@
+"""`speech transcribe` and `speech bench asr` through the installed command."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import LIBRIVOX
+
+SPEECH = [str(Path(sys.executable).parent / "speech")]
+ENV = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
+CLIP = LIBRIVOX / "sense_and_sensibility_01_austen_64kb-0880.wav"
+
+
+def speech(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(SPEECH + list(args), capture_output=True, text=True, timeout=timeout, env=ENV)
+
+
+def test_transcribe_prints_text_summary_and_writes_the_log(librivox, tmp_path):
+    log = tmp_path / "events.jsonl"
+    out = speech("transcribe", str(CLIP), "--model", "whisper-tiny.en", "--policy", "stable", "--log", str(log))
+    assert out.returncode == 0, out.stderr
+    assert "young man" in out.stdout.lower()
+    assert "words" in out.stderr and "RTF" in out.stderr
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    kinds = {r["kind"] for r in records}
+    assert {"meta", "input", "update", "stats"} <= kinds
+    assert [r for r in records if r["kind"] == "update"][-1]["end_of_stream"]
+
+
+def test_transcribe_bad_input_is_one_clear_line(tmp_path):
+    bad = tmp_path / "bad.wav"
+    bad.write_text("not audio")
+    out = speech("transcribe", str(bad))
+    assert out.returncode == 2
+    assert "bad.wav" in out.stderr and "Traceback" not in out.stderr
+    out = speech("transcribe", str(CLIP), "--model", "nope")
+    assert out.returncode == 2 and "whisper-tiny.en" in out.stderr  # names the choices
+    out = speech("transcribe", str(CLIP), "--model", "whisper-tiny.en", "--language", "de")
+    assert out.returncode == 2 and "English-only" in out.stderr
+
+
+def test_bench_asr_json(librivox, tmp_path):
+    manifest = tmp_path / "m.jsonl"
+    manifest.write_text(json.dumps({"file": str(CLIP), "transcript": "he was not an ill disposed young man"}) + "\n")
+    out = speech("bench", "asr", "--manifest", str(manifest), "--model", "pocketsphinx",
+                 "--policy", "local-agreement-2", "--json")
+    assert out.returncode == 0, out.stderr
+    configs = json.loads(out.stdout)["configs"]
+    assert len(configs) == 1
+    c = configs[0]
+    for key in ("wer", "offline_wer", "lag_p50_s", "lag_p90_s", "lag_ca_p50_s", "lag_ca_p90_s", "rtf", "peak_rss_mb"):
+        assert isinstance(c[key], (int, float)), key
+    assert c["name"] == "pocketsphinx/local-agreement-2" and c["lag_ca_p50_s"] >= c["lag_p50_s"]

@@ -1,0 +1,70 @@
+"""`speech translate` end to end through the real CLI, on a shared recording."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import DATA, REPO
+
+CLIP = DATA / "speech" / "leopard" / "test_pt.wav"
+SPEECH = [str(REPO / ".venv" / "bin" / "speech")] if (REPO / ".venv" / "bin" / "speech").exists() else [
+    sys.executable, "-m", "speech.cli"]
+
+
+def speech(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
+    return subprocess.run([*SPEECH, *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO)
+
+
+@pytest.mark.slow
+def test_translate_portuguese_speech_into_english_speech(tmp_path, registry):
+    if not CLIP.exists():
+        pytest.skip("../shared/data is not beside the repository")
+    import soundfile as sf
+
+    from speech.tts.roundtrip import roundtrip
+
+    out, log = tmp_path / "out.wav", tmp_path / "events.jsonl"
+    done = speech("translate", str(CLIP), "--source", "pt", "--target", "en", "--output", str(out),
+                  "--log", str(log), "--quiet")
+    assert done.returncode == 0, done.stderr
+    audio, rate = sf.read(str(out), dtype="float32")
+    assert rate == 24000
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    spoken = " ".join(r["text"] for r in records if r["kind"] == "audio" and r["stage"] == "tts")
+    assert len(spoken.split()) >= 4, spoken
+    # placed on the listener timeline: starts after the first words were recognised and translated
+    first = min(r["wall_time"] for r in records if r["kind"] == "audio")
+    lead = np.nonzero(np.abs(audio) > 1e-3)[0][0] / rate
+    assert lead == pytest.approx(first, abs=0.05)
+    assert np.sqrt(np.mean(audio[int(lead * rate):] ** 2)) > 0.01  # non-silent
+    # the speech itself (the wait before it is silence that Whisper would only hallucinate into)
+    errors, heard = roundtrip(registry, audio[max(0, int((lead - 0.2) * rate)):], rate, spoken, "en")
+    assert errors.wer <= 0.3, (spoken, heard)  # a short sentence: "An old fox" is sometimes heard "and old fox"
+    # --compact: the same speech without the wait before it
+    compact = tmp_path / "compact.wav"
+    done = speech("translate", str(CLIP), "--source", "pt", "--target", "en", "-o", str(compact), "--compact",
+                  "--codec", "opus", "--quiet")
+    assert done.returncode == 0, done.stderr
+    c_audio, c_rate = sf.read(str(compact), dtype="float32")
+    assert len(c_audio) / c_rate < len(audio) / rate - first + 0.3
+
+
+def test_clear_errors_for_bad_input(tmp_path):
+    missing = speech("translate", str(tmp_path / "nope.wav"), "--source", "en", "--target", "es")
+    assert missing.returncode == 2 and "nope.wav: no such file" in missing.stderr
+    bad_voice = speech("translate", str(CLIP), "--source", "pt", "--target", "en", "--voice", "robot")
+    assert bad_voice.returncode == 2 and "unknown voice 'robot'; available: espeak, piper-joe" in bad_voice.stderr
+    bad_lang = speech("translate", str(CLIP), "--source", "pt", "--target", "tlh")
+    assert bad_lang.returncode == 2 and "no language 'tlh'" in bad_lang.stderr
+    bad_rate = speech("translate", str(CLIP), "--source", "pt", "--target", "en", "--codec", "opus",
+                      "--codec-rate", "22050")
+    assert bad_rate.returncode == 2 and "Opus does not support 22050 Hz" in bad_rate.stderr
+    assert "Traceback" not in bad_rate.stderr + bad_lang.stderr + bad_voice.stderr + missing.stderr

@@ -1,0 +1,125 @@
+"""The real voices (Piper joe, eSpeak NG), the TTS stage's joins, and codecs, judged by the
+project's own recogniser (round trip) and by the join measure."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+pytest.importorskip("piper")
+pytest.importorskip("espeakng_loader")
+pytest.importorskip("faster_whisper")
+
+from speech.channel import Channel  # noqa: E402
+from speech.clock import SimulatedClock  # noqa: E402
+from speech.errors import UserError  # noqa: E402
+from speech.events import EventLog  # noqa: E402
+from speech.tts.backends import create_synthesizer  # noqa: E402
+from speech.tts.chunker import ChunkerConfig  # noqa: E402
+from speech.tts.joins import JoinSummary, measure_joins  # noqa: E402
+from speech.tts.roundtrip import roundtrip, through_codec  # noqa: E402
+from speech.tts.sink import SpeechSink  # noqa: E402
+from speech.tts.stage import TtsStage  # noqa: E402
+from speech.types import TextUpdate, Word  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+EN = "The committee will meet again next week to discuss the new budget for the city library."
+ES = "El comité se reunirá de nuevo la próxima semana para hablar del presupuesto de la biblioteca."
+
+
+@pytest.fixture(scope="module")
+def piper(registry):
+    return create_synthesizer(registry, "en", "default", noise_scale=0.0, noise_w_scale=0.0)
+
+
+def speak(synth, text: str) -> np.ndarray:
+    return np.concatenate([c.samples for c in synth.synthesize(text)])
+
+
+def test_piper_speaks_english_that_whisper_understands(registry, piper):
+    audio = speak(piper, EN)
+    assert piper.sample_rate == 22050 and 2.0 < len(audio) / 22050 < 9.0
+    assert np.sqrt(np.mean(audio**2)) > 0.02  # not silent, and not peak-normalised per call
+    assert np.abs(audio).max() < 0.99
+    np.testing.assert_array_equal(audio, speak(piper, EN))  # deterministic with zero noise
+    errors, heard = roundtrip(registry, audio, 22050, EN, "en")
+    assert errors.wer <= 0.10, heard
+
+
+def test_espeak_streams_through_its_callback_and_is_intelligible(registry):
+    synth = create_synthesizer(registry, "es")
+    t0 = time.perf_counter()
+    stream = synth.synthesize(ES)
+    first = next(stream)
+    first_s = time.perf_counter() - t0
+    rest = list(stream)
+    assert len(rest) >= 10  # many ~20 ms buffers, not one block
+    assert first_s < 0.2 and len(first.samples) < 0.1 * synth.sample_rate
+    audio = np.concatenate([first.samples, *[c.samples for c in rest]])
+    errors, heard = roundtrip(registry, audio, synth.sample_rate, ES, "es")
+    assert errors.wer <= 0.4, heard
+
+
+def test_unspeakable_characters_and_unknown_voices(registry, piper):
+    assert list(piper.synthesize("😀 <br/> 🎉")) == []
+    with_emoji = speak(piper, "Hello 😀 world")
+    plain = speak(piper, "Hello world")
+    assert abs(len(with_emoji) - len(plain)) < 0.05 * 22050  # the emoji is not read out
+    with pytest.raises(UserError, match="eSpeak NG has no language 'xx'; available: .*es"):
+        create_synthesizer(registry, "xx")
+    with pytest.raises(UserError, match="unknown voice 'nope'; available: espeak, piper-joe"):
+        create_synthesizer(registry, "es", "nope")
+    with pytest.raises(UserError, match="speaks en, not 'es'"):
+        create_synthesizer(registry, "es", "piper-joe")
+
+
+def _stage_output(synth, text: str, words_per_s: float = 3.0):
+    async def main():
+        log = EventLog()
+        stage = TtsStage(synth, SimulatedClock(), log, chunker=ChunkerConfig(min_words=3, max_words=6))
+        inbox, outbox = Channel(256), Channel(256)
+        words = text.split()
+        for i, w in enumerate(words):
+            t = (i + 1) / words_per_s
+            await inbox.put(TextUpdate(committed=(Word(w),), tentative=(Word("XYZZY"),), wall_time=t, source_time=t))
+        inbox.close()
+        await stage.run(inbox, outbox)
+        outbox.close()
+        return [c async for c in outbox], log
+
+    return asyncio.run(main())
+
+
+def test_stage_joins_have_no_long_gaps_or_clicks_and_round_trip(registry, piper):
+    text = EN + " " + "Members of the public are welcome, and tea will be served after the meeting."
+    chunks, log = _stage_output(piper, text)
+    assert len(chunks) >= 3
+    assert " ".join(c.text for c in chunks) == text  # every committed word, never the tentative one
+    sink = SpeechSink(compact=True)
+    for c in chunks:
+        sink.add(c)
+    audio = sink.render()
+    summary = JoinSummary.of(measure_joins(audio, sink.sample_rate, sink.boundaries()))
+    assert summary.joins == len(chunks) - 1
+    assert summary.gaps_over_50ms == 0 and summary.max_step < 0.1
+    assert summary.mean_abs_level_jump_db < 6.0
+    errors, heard = roundtrip(registry, audio, sink.sample_rate, text, "en")
+    assert errors.wer <= 0.15, heard
+    ttfa = [r["ttfa_ms"] for r in log.records if r["kind"] == "audio"]
+    assert len(ttfa) == len(chunks) and all(t > 0 for t in ttfa)
+
+
+def test_opus_at_24_kbit_keeps_the_round_trip_close_to_pcm16(registry, piper):
+    audio = speak(piper, EN)
+    pcm, pcm_rate = through_codec(registry, audio, 22050, "pcm16")
+    opus, opus_rate = through_codec(registry, audio, 22050, "opus", 24000, 24000)
+    e_pcm, _ = roundtrip(registry, pcm, pcm_rate, EN, "en")
+    e_opus, heard = roundtrip(registry, opus, opus_rate, EN, "en")
+    assert e_opus.wer <= e_pcm.wer + 0.07, heard  # one word of fifteen

@@ -1,0 +1,106 @@
+"""Commit policies, table-driven on scripted hypotheses (no model)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from speech.asr.policies import LocalAgreement, StableCommit, agreed_prefix
+from speech.types import Word
+
+
+def words(spec: str) -> list[Word]:
+    """'a:0.5 b:1.0' -> words ending at those times, probability 0.9 (suffix '?' = 0.2)."""
+    out = []
+    for item in spec.split():
+        text, _, end = item.partition(":")
+        p = 0.2 if text.endswith("?") else 0.9
+        text = text.rstrip("?")
+        e = float(end) if end else None
+        out.append(Word(text, None if e is None else e - 0.2, e, p))
+    return out
+
+
+def texts(ws: list[Word]) -> str:
+    return " ".join(w.text for w in ws)
+
+
+def drive(policy, script: list[tuple[str, float]]) -> list[tuple[str, str]]:
+    """Feed (uncommitted hypothesis, now) steps; a step's hypothesis excludes what was committed."""
+    out = []
+    for spec, now in script:
+        committed, tentative = policy.update(words(spec), now)
+        out.append((texts(committed), texts(tentative)))
+    return out
+
+
+LA2_CASES = [
+    # name, steps [(hypothesis of uncommitted words, now)], expected [(committed, tentative)]
+    ("first hypothesis commits nothing", [("hello world", 1.0)], [("", "hello world")]),
+    ("agreement commits the common prefix",
+     [("hello world", 1.0), ("hello word again", 2.0)], [("", "hello world"), ("hello", "word again")]),
+    ("case and punctuation do not block agreement",
+     [("Hello, world", 1.0), ("hello world.", 2.0)], [("", "Hello, world"), ("hello world.", "")]),
+    ("a changed first word commits nothing",
+     [("a b c", 1.0), ("x b c", 2.0)], [("", "a b c"), ("", "x b c")]),
+    ("committed words are stripped from the history",
+     [("a b", 1.0), ("a b c", 2.0), ("c d", 3.0)], [("", "a b"), ("a b", "c"), ("c", "d")]),
+]
+
+
+@pytest.mark.parametrize("name,script,expected", LA2_CASES, ids=[c[0] for c in LA2_CASES])
+def test_local_agreement_2(name, script, expected):
+    assert drive(LocalAgreement(2), script) == expected
+
+
+def test_local_agreement_3_needs_three_votes():
+    got = drive(LocalAgreement(3), [("a b", 1.0), ("a b", 2.0), ("a c", 3.0)])
+    assert got == [("", "a b"), ("", "a b"), ("a", "c")]
+
+
+STABLE_CASES = [
+    ("a settled confident word commits on first sight",
+     [("a:0.3 b:0.9", 1.0)], [("a", "b")]),
+    ("a word within the margin waits", [("a:0.6", 1.0)], [("", "a")]),
+    ("an unconfident settled word waits", [("a?:0.2 b:0.3", 1.0)], [("", "a b")]),
+    ("agreement still commits words inside the margin",
+     [("a:0.8", 1.0), ("a:0.8 b:1.9", 2.0)], [("", "a"), ("a", "b")]),
+    ("commit stops at the first word that is neither agreed nor settled",
+     [("a:0.1 b?:0.2 c:0.3", 1.0)], [("a", "b c")]),
+    ("after an early commit the rest is compared with the rest",
+     [("a:0.2 b:0.8", 1.0), ("b:0.8 c:1.8", 2.0)], [("a", "b"), ("b", "c")]),
+]
+
+
+@pytest.mark.parametrize("name,script,expected", STABLE_CASES, ids=[c[0] for c in STABLE_CASES])
+def test_stable_commit(name, script, expected):
+    assert drive(StableCommit(margin_s=0.6, min_probability=0.6), script) == expected
+
+
+@pytest.mark.parametrize("policy", [LocalAgreement(2), StableCommit()])
+def test_flush_commits_everything_and_forgets(policy):
+    policy.update(words("a:0.5 b:0.9"), 1.0)
+    assert texts(policy.flush(words("a:0.5 b:0.9 c:1.0"))) == "a b c"
+    committed, tentative = policy.update(words("z:3.0"), 3.1)
+    assert texts(committed) == "" and texts(tentative) == "z"
+
+
+def test_agreed_prefix():
+    assert agreed_prefix([words("a b c"), words("A b. x")]) == 2
+    assert agreed_prefix([]) == 0
+    assert agreed_prefix([words("a"), []]) == 0
+
+
+VOCAB = st.sampled_from(["a", "b", "c", "d"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(VOCAB, max_size=6), min_size=1, max_size=8), st.sampled_from(["la2", "stable"]))
+def test_commits_are_a_prefix_of_the_hypothesis(hyps, kind):
+    """Whatever the hypotheses, a policy commits a prefix and the tentative tail is the rest."""
+    policy = LocalAgreement(2) if kind == "la2" else StableCommit()
+    for i, h in enumerate(hyps):
+        hyp = [Word(t, i + j * 0.1, i + j * 0.1 + 0.1, 0.9) for j, t in enumerate(h)]
+        committed, tentative = policy.update(hyp, float(i) + 0.5)
+        assert committed + tentative == hyp

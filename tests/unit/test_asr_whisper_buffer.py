@@ -1,0 +1,90 @@
+"""WhisperRecognizer's buffer, prompt and trimming, over a fake model that 'hears' a script."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from speech.asr.whisper import WhisperConfig, WhisperRecognizer
+from speech.types import AudioChunk
+
+RATE = 16000
+
+
+class FakeModel:
+    """Transcribes the words of a global script (absolute times) that lie in the given audio."""
+
+    def __init__(self, script: list[tuple[str, float, float]]) -> None:
+        self.script = script
+        self.calls: list[dict] = []
+        self.offset = 0.0  # set by the test: source time of the buffer start
+
+    def transcribe(self, audio, **kw):
+        self.calls.append({"seconds": len(audio) / RATE, **kw})
+        end = self.offset + len(audio) / RATE
+        words = [SimpleNamespace(word=" " + t, start=s - self.offset, end=e - self.offset, probability=0.9)
+                 for t, s, e in self.script if s >= self.offset - 1e-6 and e <= end + 1e-6]
+        return iter([SimpleNamespace(words=words)]), SimpleNamespace(language="en")
+
+
+def feed(rec: WhisperRecognizer, start: float, seconds: float) -> None:
+    rec.feed(AudioChunk(np.zeros(int(seconds * RATE), np.float32), RATE, start=start))
+
+
+SCRIPT = [(f"w{i}", i * 0.5, i * 0.5 + 0.4) for i in range(200)]
+
+
+def test_committed_words_are_stripped_and_prompt_holds_only_words_outside_the_buffer():
+    model = FakeModel(SCRIPT)
+    rec = WhisperRecognizer(model, WhisperConfig(trim_s=100))
+    feed(rec, 0.0, 2.0)
+    hyp = rec.hypothesis()
+    assert [w.text for w in hyp] == ["w0", "w1", "w2", "w3"]
+    rec.commit(hyp[:2])
+    feed(rec, 2.0, 1.0)
+    assert [w.text for w in rec.hypothesis()] == ["w2", "w3", "w4", "w5"]
+    assert model.calls[-1]["initial_prompt"] is None  # w0, w1 are still in the buffer
+
+
+def test_trimming_bounds_the_buffer_and_moves_committed_words_into_the_prompt():
+    model = FakeModel(SCRIPT)
+    rec = WhisperRecognizer(model, WhisperConfig(trim_s=4.0))
+    t = 0.0
+    seconds = []
+    for _ in range(60):  # 60 s of continuous speech, committing everything each second
+        feed(rec, t, 1.0)
+        t += 1.0
+        model.offset = rec._start
+        hyp = rec.hypothesis()
+        rec.commit(hyp)
+        seconds.append(model.calls[-1]["seconds"])
+    assert max(seconds) <= 5.0  # the decoded audio never grows with the stream
+    assert rec.prompt().split()[-1] == rec._committed[len(rec._committed) - rec._in_buffer - 1].text
+    assert len(rec.prompt().split()) <= rec.config.prompt_words
+    texts = [w.text for w in rec._committed]
+    assert texts == [f"w{i}" for i in range(len(texts))]  # nothing lost or repeated across trims
+    assert len(texts) >= 115
+
+
+def test_a_redecoded_committed_word_with_a_later_timestamp_is_not_repeated():
+    model = FakeModel([("hello", 0.0, 0.5), ("world", 0.6, 1.0)])
+    rec = WhisperRecognizer(model, WhisperConfig())
+    feed(rec, 0.0, 1.2)
+    rec.commit(rec.hypothesis()[:1])
+    model.script = [("hello", 0.45, 0.55), ("world", 0.6, 1.0)]  # re-decoded, shifted
+    feed(rec, 1.2, 0.3)
+    assert [w.text for w in rec.hypothesis()] == ["world"]
+
+
+def test_close_segment_returns_the_tail_and_empties_the_buffer():
+    model = FakeModel(SCRIPT)
+    rec = WhisperRecognizer(model, WhisperConfig())
+    feed(rec, 0.0, 1.0)
+    assert [w.text for w in rec.close_segment()] == ["w0", "w1"]
+    assert rec.buffer_seconds == 0.0
+    feed(rec, 5.0, 1.0)
+    model.offset = 5.0
+    assert rec.prompt() == "w0 w1"
+    assert [w.text for w in rec.hypothesis()] == ["w10", "w11"]
+    assert rec.hypothesis()[0].start == 5.0  # times on the source timeline

@@ -1,0 +1,99 @@
+"""A fake pipeline for the server tests (no models): fast, deterministic, and faithful to the
+contracts the real stages keep (TextUpdates logged as "update", synthesised chunks as "audio").
+
+- FakeAsr commits one word per `word_s` seconds of audio, keeps the next one tentative, and
+  commits the tentative word at end of stream (an `end` mid-word still delivers it).
+- FakeMt upper-cases committed words; FakeTts speaks 0.1 s of tone per word at 22.05 kHz.
+- A target language ending in "-boom" makes the recogniser fail after one second of audio;
+  "-slow" makes every update cost 50 ms in a worker thread (a busy model).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import numpy as np
+
+from speech.events import EventLog
+from speech.session import Session
+from speech.types import AudioChunk, TextUpdate, Word
+
+
+class FakeAsr:
+    name = "asr"
+
+    def __init__(self, log: EventLog, clock, word_s: float = 0.5, boom_after_s: float | None = None, cost_s: float = 0.0):
+        self.log, self.clock, self.word_s, self.boom_after_s, self.cost_s = log, clock, word_s, boom_after_s, cost_s
+
+    async def run(self, inbox, outbox) -> None:
+        heard = 0.0
+        committed = 0
+        async for chunk in inbox:
+            heard = chunk.end
+            if self.boom_after_s is not None and heard > self.boom_after_s:
+                raise RuntimeError("fake recogniser exploded")
+            if self.cost_s:
+                await asyncio.to_thread(time.sleep, self.cost_s)
+            n = int(heard / self.word_s)
+            new = tuple(Word(f"w{i}", i * self.word_s, (i + 1) * self.word_s) for i in range(committed, n))
+            committed = n
+            tentative = (Word(f"w{n}"),)
+            await self._emit(outbox, TextUpdate(new, tentative, source_time=heard, wall_time=self.clock.now()))
+        # end of stream: the tentative word is committed (it may be a partial word)
+        last = (Word(f"w{committed}", committed * self.word_s, heard),) if heard > committed * self.word_s else ()
+        await self._emit(outbox, TextUpdate(last, (), final=True, end_of_stream=True, source_time=heard,
+                                            wall_time=self.clock.now()))
+
+    async def _emit(self, outbox, update: TextUpdate) -> None:
+        # Log from a worker thread, as real stages do, to exercise the thread-safe hand-off.
+        await asyncio.to_thread(self.log.update, "asr", update)
+        await outbox.put(update)
+
+
+class FakeMt:
+    name = "mt"
+
+    def __init__(self, log: EventLog, clock):
+        self.log, self.clock = log, clock
+
+    async def run(self, inbox, outbox) -> None:
+        async for update in inbox:
+            out = TextUpdate(tuple(Word(w.text.upper()) for w in update.committed),
+                             tuple(Word(w.text.upper()) for w in update.tentative),
+                             update.final, update.source_time, self.clock.now(), update.end_of_stream)
+            self.log.update("mt", out)
+            await outbox.put(out)
+
+
+class FakeTts:
+    name = "tts"
+    rate = 22050
+
+    def __init__(self, log: EventLog, clock):
+        self.log, self.clock = log, clock
+
+    async def run(self, inbox, outbox) -> None:
+        start = 0.0
+        seq = 0
+        for_ = np.arange(int(0.1 * self.rate), dtype=np.float32) / self.rate
+        tone = (0.3 * np.sin(2 * np.pi * 440 * for_)).astype(np.float32)
+        async for update in inbox:
+            for word in update.committed:
+                chunk = AudioChunk(tone, self.rate, start, seq, wall_time=self.clock.now(), text=word.text)
+                self.log.audio("tts", chunk, source_time=update.source_time, sample_rate=self.rate)
+                await outbox.put(chunk)
+                start += chunk.duration
+                seq += 1
+
+
+def fake_pipeline(hello, source, sink, clock, log) -> Session:
+    boom = 1.0 if hello.target.endswith("-boom") else None
+    cost = 0.05 if hello.target.endswith("-slow") else 0.0
+    stages = [FakeAsr(log, clock, boom_after_s=boom, cost_s=cost), FakeMt(log, clock), FakeTts(log, clock)]
+    return Session(stages, source, sink, clock=clock, log=log)
+
+
+def make_fake_factory(registry, base):
+    """For `speech serve --pipeline tests.unit.test_server_fakes:make_fake_factory`."""
+    return fake_pipeline

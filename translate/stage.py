@@ -1,0 +1,96 @@
+"""The "mt" pipeline stage: ASR TextUpdates in, target TextUpdates out (see simultaneous.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from speech.channel import Channel
+from speech.clock import Clock, StageClock
+from speech.events import EventLog
+from speech.registry import Registry
+from speech.types import TextUpdate
+
+from .backends import default_backend, default_policy
+from .segment import SentenceSegmenter
+from .simultaneous import Emitted, SimultaneousTranslation
+
+
+def open_translation(
+    registry: Registry,
+    source: str,
+    target: str,
+    backend: str = "default",
+    policy: str = "default",
+    backend_options: dict[str, Any] | None = None,
+    policy_options: dict[str, Any] | None = None,
+    examples: tuple[tuple[str, str], ...] | None = None,
+    max_sentence_words: int = 40,
+) -> SimultaneousTranslation:
+    """One stream's translator: the engine comes shared from the registry, the state is new."""
+    if backend == "default":
+        backend = default_backend(source, target)
+    if policy == "default":
+        policy = default_policy(backend)
+    engine = registry.create("translator", backend, **(backend_options or {}))
+    stream = engine.open(source, target, examples)
+    rule = registry.create("mt-policy", policy, **(policy_options or {}))
+    return SimultaneousTranslation(stream, rule, language=target, segmenter=SentenceSegmenter(max_sentence_words))
+
+
+@dataclass
+class TranslateStage:
+    translation: SimultaneousTranslation
+    clock: StageClock
+    log: EventLog
+    name: str = "mt"
+    compute_s: float = 0.0
+    emitted: int = 0
+    _last_source_time: float = field(default=0.0, repr=False)
+
+    async def run(self, inbox: Channel[TextUpdate], outbox: Channel[TextUpdate]) -> None:
+        ended = False
+        try:
+            async for update in inbox:
+                self._last_source_time = update.source_time
+                if not (update.committed or update.final or update.end_of_stream):
+                    continue  # only the source's tentative tail changed: nothing to translate
+                self.clock.begin(update.wall_time)
+                emitted = await asyncio.to_thread(self.translation.step, update)
+                if update.end_of_stream:
+                    emitted += await asyncio.to_thread(self.translation.finish_steps, update.source_time)
+                    ended = True
+                await self._emit(emitted, update.source_time, outbox)
+                if ended:
+                    break
+            if not ended:  # the ASR closed without an end-of-stream update: flush anyway
+                self.clock.begin(self.clock.now())
+                flushed = await asyncio.to_thread(self.translation.finish_steps, self._last_source_time)
+                await self._emit(flushed, self._last_source_time, outbox)
+        finally:
+            self.log.write(
+                "stats", stage="mt", compute_s=round(self.compute_s, 4), updates=self.emitted,
+                sentences=self.translation.sentences, loops=self.translation.loops, copies=self.translation.copies,
+                forced_segments=self.translation.segmenter.forced,
+            )
+            self.translation.stream.close()
+
+    async def _emit(self, emitted: list[Emitted], source_time: float, outbox: Channel[TextUpdate]) -> None:
+        wall = self.clock.end()
+        for e in emitted:
+            self.compute_s += e.stats.ms / 1000
+            u = dataclasses.replace(e.update, source_time=source_time, wall_time=wall)
+            self.log.update("mt", u, tokens_evaluated=e.stats.tokens_evaluated, update_ms=round(e.stats.ms, 2))
+            self.emitted += 1
+            await outbox.put(u)
+
+
+def build_stage(registry: Registry, config, clock: Clock, log: EventLog) -> TranslateStage:  # noqa: ANN001
+    """The "mt" stage for a speech.pipeline.PipelineConfig (config.extra["mt_options"] passes backend options)."""
+    translation = open_translation(
+        registry, config.source, config.target, config.mt_backend, config.mt_policy,
+        backend_options=config.extra.get("mt_options"),
+    )
+    return TranslateStage(translation, clock.stage("mt"), log)

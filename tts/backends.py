@@ -1,0 +1,52 @@
+"""Synthesiser backends, and the default voice for each target language."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from speech.errors import UserError
+from speech.registry import BackendSpec, Registry
+
+# Languages a registered voice speaks ("*": any language eSpeak NG knows).
+VOICE_LANGUAGES = {"piper-joe": ("en",), "espeak": ("*",)}
+
+
+def register(registry: Registry) -> None:
+    registry.register(BackendSpec(
+        "synthesizer", "piper-joe", "speech.tts.piper_voice:create", "speech.tts.piper_voice:PiperConfig",
+        "Piper neural voice, en-US 'joe' (embedded), 22.05 kHz", requires=("piper", "onnxruntime"),
+    ))
+    registry.register(BackendSpec(
+        "synthesizer", "espeak", "speech.tts.espeak:create", "speech.tts.espeak:EspeakConfig",
+        "eSpeak NG in process, ~100 languages, 22.05 kHz", requires=("espeakng_loader",),
+    ))
+
+
+def voice_for(language: str) -> str:
+    """The default synthesiser for a target language: the neural voice where one is embedded."""
+    return "piper-joe" if language.lower().split("-")[0] == "en" else "espeak"
+
+
+def create_synthesizer(registry: Registry, language: str, voice: str = "default", **options: Any):
+    """A synthesiser for `language`. `voice`: "default", a registered name ("piper-joe", "espeak"),
+    "espeak:<eSpeak voice>" (for example "espeak:pt-br"), or a local Piper voice "path/to/x.onnx"."""
+    voice = voice or "default"
+    if voice == "default":
+        voice = voice_for(language)
+    if voice.endswith(".onnx"):
+        return registry.create("synthesizer", "piper-joe", model=voice, **options)
+    name, _, variant = voice.partition(":")
+    if ("synthesizer", name) not in registry.specs:
+        known = ", ".join(registry.names("synthesizer"))
+        raise UserError(f"unknown voice {voice!r}; available: {known}, espeak:<voice>, or a local Piper .onnx file")
+    speaks = VOICE_LANGUAGES.get(name, ("*",))
+    if "*" not in speaks and language.lower().split("-")[0] not in speaks:
+        raise UserError(
+            f"voice {name!r} speaks {', '.join(speaks)}, not {language!r}; "
+            f"use --voice espeak (any language) or --voice default"
+        )
+    if name == "espeak":
+        return registry.create("synthesizer", name, language=language, voice=variant, **options)
+    if variant:
+        raise UserError(f"voice {name!r} has no variants (got {voice!r})")
+    return registry.create("synthesizer", name, **options)

@@ -1,0 +1,260 @@
+"""`speech bench s2st`: the whole pipeline on recorded speech, per language pair.
+
+Per pair it reports: time from a committed target word to its first audio sample (median, p90,
+computation-aware wall clock), TTS real-time factor, the speech-out StartOffset and EndOffset
+(seconds after the source's start / end, on the listener timeline), whether every stage kept up
+with real time, the round-trip WER (the project's Whisper on the output speech against the text
+that was synthesised) for PCM16 and for Opus at 24 kbit/s, and the joins (gaps, level jumps, steps).
+
+`--text-only` skips ASR and MT: the reference translation is committed word by word at a fixed
+pace into the TTS stage, to measure synthesis alone in seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+DEFAULT_MANIFEST = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "speech" / "fleurs" / "manifest.jsonl"
+DEFAULT_PAIRS = ("en-es", "en-pt", "pt-en")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--manifest", default=str(DEFAULT_MANIFEST.resolve()),
+                        help="JSON-lines manifest: file, lang, ref_<target> (default: the shared FLEURS clips)")
+    parser.add_argument("--pairs", default=",".join(DEFAULT_PAIRS), help="source-target pairs (default en-es,en-pt,pt-en)")
+    parser.add_argument("--limit", type=int, default=0, help="clips per pair (default: all)")
+    parser.add_argument("--voice", default="default", help="synthesiser (see speech translate --voice)")
+    parser.add_argument("--text-only", action="store_true",
+                        help="TTS alone: commit the reference translation word by word (no ASR, no MT)")
+    parser.add_argument("--words-per-s", type=float, default=2.5, help="--text-only commit pace (default 2.5)")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+
+
+@dataclass
+class PairResult:
+    pair: str
+    clips: int = 0
+    ttfa_ms: list[float] = field(default_factory=list)  # per commit event: its first audio
+    chunk_ttfa_ms: list[float] = field(default_factory=list)  # per chunk
+    tts_compute_s: float = 0.0
+    tts_audio_s: float = 0.0
+    start_offsets: list[float] = field(default_factory=list)
+    end_offsets: list[float] = field(default_factory=list)
+    stage_rtf_max: dict[str, float] = field(default_factory=dict)
+    errors: dict[str, list[int]] = field(default_factory=lambda: {"pcm16": [0, 0], "opus": [0, 0]})
+    joins: list = field(default_factory=list)
+    wall_s: float = 0.0
+    failures: list[str] = field(default_factory=list)
+
+    def summary(self) -> dict:
+        from speech.eval.metrics import percentile
+        from .joins import JoinSummary
+
+        def wer(codec: str) -> float | None:
+            e, n = self.errors[codec]
+            return round(e / n, 4) if n else None
+
+        joins = JoinSummary.of(self.joins)
+        rtf_ok = bool(self.stage_rtf_max) and all(v < 1.0 for v in self.stage_rtf_max.values())
+        total = sum(self.stage_rtf_max.values())
+        p50, p90 = percentile(self.ttfa_ms, 50), percentile(self.ttfa_ms, 90)
+        c50, c90 = percentile(self.chunk_ttfa_ms, 50), percentile(self.chunk_ttfa_ms, 90)
+        return {
+            "pair": self.pair,
+            "clips": self.clips,
+            "ttfa_p50_ms": None if p50 is None else round(p50, 1),
+            "ttfa_p90_ms": None if p90 is None else round(p90, 1),
+            "chunk_ttfa_p50_ms": None if c50 is None else round(c50, 1),
+            "chunk_ttfa_p90_ms": None if c90 is None else round(c90, 1),
+            "tts_rtf": round(self.tts_compute_s / self.tts_audio_s, 4) if self.tts_audio_s else None,
+            "start_offset_s": round(float(np.median(self.start_offsets)), 3) if self.start_offsets else None,
+            "end_offset_s": round(float(np.median(self.end_offsets)), 3) if self.end_offsets else None,
+            "realtime_ok": rtf_ok and total < 2.0,
+            "stage_rtf_max": {k: round(v, 3) for k, v in self.stage_rtf_max.items()},
+            "roundtrip_wer": wer("pcm16"),
+            "roundtrip_wer_opus24k": wer("opus"),
+            "join_max_gap_ms": round(joins.max_gap_ms, 1),
+            "join_gaps_over_50ms": joins.gaps_over_50ms,
+            "join_mean_abs_level_jump_db": round(joins.mean_abs_level_jump_db, 2),
+            "join_max_step": round(joins.max_step, 4),
+            "joins": joins.joins,
+            "wall_s": round(self.wall_s, 1),
+            "failures": self.failures,
+        }
+
+
+def _clips(manifest: Path, source: str, limit: int) -> list[dict]:
+    from speech.errors import UserError
+
+    if not manifest.is_file():
+        raise UserError(f"{manifest}: no such manifest (give --manifest)")
+    rows = [json.loads(line) for line in manifest.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = [r for r in rows if r.get("lang") == source]
+    for r in rows:
+        r["path"] = str((manifest.parent / r["file"]).resolve())
+    return rows[:limit] if limit else rows
+
+
+async def _text_only(registry, config, text: str, words_per_s: float):
+    """Commit `text` word by word into the TTS stage (simulated clock); returns the records, the
+    chunks back to back, and the text's duration at that pace."""
+    from speech.channel import Channel
+    from speech.clock import SimulatedClock
+    from speech.events import EventLog
+    from speech.types import TextUpdate, Word
+
+    from .sink import SpeechSink
+    from .stage import build_stage
+
+    log = EventLog()
+    stage = build_stage(registry, config, SimulatedClock(), log)
+    inbox: Channel = Channel(1024)
+    outbox: Channel = Channel(1024)
+    words = text.split()
+    for i, w in enumerate(words):
+        t = (i + 1) / words_per_s
+        await inbox.put(TextUpdate(committed=(Word(w),), wall_time=t, source_time=t, final=i == len(words) - 1))
+    inbox.close()
+    await stage.run(inbox, outbox)
+    outbox.close()
+    compact = SpeechSink(compact=True)
+    async for chunk in outbox:
+        compact.add(chunk)
+    return log.records, compact, len(words) / words_per_s
+
+
+def run_pair(registry, pair: str, clips: list[dict], args) -> PairResult:
+    from speech.pipeline import PipelineConfig
+    from speech.progress import Progress
+    from speech.translate_cmd import translate_file
+
+    from .joins import measure_joins
+    from .roundtrip import roundtrip, through_codec
+
+    source, target = pair.split("-")
+    result = PairResult(pair)
+    config = PipelineConfig(source=source, target=target, voice=args.voice, stages=("asr", "mt", "tts", "codec"))
+    with Progress(len(clips), label=f"s2st {pair}") as bar:
+        for clip in clips:
+            t0 = time.perf_counter()
+            try:
+                if args.text_only:
+                    records, compact, duration = asyncio.run(
+                        _text_only(registry, config, clip[f"ref_{target}"], args.words_per_s))
+                    rate = compact.sample_rate
+                    samples, boundaries = compact.render(), compact.boundaries()
+                else:
+                    out = asyncio.run(translate_file(clip["path"], config, registry))
+                    records, duration, rate = out.records, out.source_duration, out.sample_rate
+                    from .sink import SpeechSink
+
+                    compact = SpeechSink(compact=True)
+                    # the compact rendering for the joins and the round trip: the same chunks back to back
+                    samples, boundaries = _compact_from(out, compact)
+            except Exception as e:  # noqa: BLE001 - one bad clip must not hide the others' figures
+                result.failures.append(f"{clip['file']}: {type(e).__name__}: {e}")
+                bar.update(1, status="failed")
+                continue
+            result.clips += 1
+            result.wall_s += time.perf_counter() - t0
+            audio = [r for r in records if r.get("kind") == "audio" and r.get("stage") == "tts"]
+            result.ttfa_ms += first_audio_per_commit(audio)
+            result.chunk_ttfa_ms += [r["ttfa_ms"] for r in audio]
+            spoken = " ".join(r["text"] for r in audio)
+            for r in records:
+                if r.get("kind") == "stats" and r.get("compute_s") is not None and duration:
+                    stage = r["stage"]
+                    result.stage_rtf_max[stage] = max(result.stage_rtf_max.get(stage, 0.0), r["compute_s"] / duration)
+                    if stage == "tts":
+                        result.tts_compute_s += r["compute_s"]
+                        result.tts_audio_s += r.get("audio_s", 0.0)
+            if audio:
+                starts, ends = _listener_times(audio)
+                result.start_offsets.append(starts)
+                result.end_offsets.append(ends - duration)
+                result.joins += measure_joins(samples, rate, boundaries)
+                for codec in ("pcm16", "opus"):
+                    coded, coded_rate = through_codec(registry, samples, rate, codec)
+                    errors, _ = roundtrip(registry, coded, coded_rate, spoken, target)
+                    result.errors[codec][0] += errors.errors
+                    result.errors[codec][1] += errors.words
+            bar.update(1, status=f"ttfa {np.median(result.ttfa_ms) if result.ttfa_ms else 0:.0f} ms")
+    return result
+
+
+def first_audio_per_commit(audio: list[dict]) -> list[float]:
+    """Time to first audio of each commit event: a translator that commits a sentence at once is
+    heard from the first chunk of it; the later chunks of the burst play after that one (their
+    per-chunk figures, `chunk_ttfa_*`, add the synthesis of the chunks before them)."""
+    first: dict[float, float] = {}
+    for r in audio:
+        key = round(float(r.get("commit_time", r["wall_time"] - r["ttfa_ms"] / 1000)), 3)
+        first[key] = min(first.get(key, float("inf")), float(r["ttfa_ms"]))
+    return list(first.values())
+
+
+def _compact_from(out, compact):
+    """Re-place the listener-timeline audio's chunks back to back (from the event log's chunk
+    positions on the listener timeline)."""
+    from .joins import ListenerTimeline
+
+    rate = out.sample_rate
+    starts = [0] + out.boundaries + [len(out.samples)]
+    timeline = ListenerTimeline(rate, compact=True, crossfade_ms=0)
+    for a, b in zip(starts[:-1], starts[1:]):
+        piece = out.samples[a:b]
+        voiced = np.nonzero(np.abs(piece) > 1e-4)[0]
+        if len(voiced):
+            timeline.add(piece[: voiced[-1] + 1], 0.0)
+    return timeline.render(), timeline.boundaries()
+
+
+def _listener_times(audio: list[dict]) -> tuple[float, float]:
+    """Start of the first and end of the last chunk on the listener timeline."""
+    start, end = None, 0.0
+    for r in audio:
+        t = float(r["wall_time"]) if start is None else max(float(r["wall_time"]), end)
+        start = t if start is None else start
+        end = t + float(r["duration"])
+    return float(start or 0.0), end
+
+
+def run(args: argparse.Namespace) -> int:
+    import os
+
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    from speech.backends import default_registry
+    from speech.errors import UserError
+
+    registry = default_registry()
+    pairs = [p.strip() for p in args.pairs.split(",") if p.strip()]
+    for p in pairs:
+        if p.count("-") != 1:
+            raise UserError(f"--pairs: {p!r} is not source-target (for example en-es)")
+    results = []
+    for pair in pairs:
+        clips = _clips(Path(args.manifest), pair.split("-")[0], args.limit)
+        if not clips:
+            raise UserError(f"{args.manifest}: no clips in language {pair.split('-')[0]!r}")
+        results.append(run_pair(registry, pair, clips, args).summary())
+    if args.json:
+        print(json.dumps(results if len(results) > 1 else results[0], indent=2))
+    else:
+        for r in results:
+            print(f"{r['pair']}: {r['clips']} clips  ttfa p50 {r['ttfa_p50_ms']} ms p90 {r['ttfa_p90_ms']} ms "
+                  f"(per chunk {r['chunk_ttfa_p50_ms']}/{r['chunk_ttfa_p90_ms']} ms)  "
+                  f"tts rtf {r['tts_rtf']}  start {r['start_offset_s']} s end {r['end_offset_s']} s  "
+                  f"realtime {'ok' if r['realtime_ok'] else 'NOT ok'} {r['stage_rtf_max']}  "
+                  f"round-trip WER pcm16 {r['roundtrip_wer']} opus24k {r['roundtrip_wer_opus24k']}  "
+                  f"joins {r['joins']} max gap {r['join_max_gap_ms']} ms >50ms {r['join_gaps_over_50ms']} "
+                  f"level jump {r['join_mean_abs_level_jump_db']} dB max step {r['join_max_step']}")
+            for f in r["failures"]:
+                print(f"  failed: {f}")
+    return 0

@@ -1,0 +1,138 @@
+"""Text chunker: decides when committed target text is worth speaking.
+
+Speaking every word as it is committed gives the lowest latency but choppy prosody (each call to a
+synthesiser is a little sentence of its own, with its own final intonation); waiting for the whole
+sentence sounds natural but adds seconds. The chunker speaks at the first natural break:
+
+- a sentence end (. ! ? ...) or a `final` update: everything that waits is spoken;
+- a clause boundary (, ; :) once at least `min_words` words wait;
+- `max_words` words waiting without any break;
+- a time-out: no new commit for `timeout_s` (the translator is stuck waiting for source words)
+  while words wait.
+
+Only committed words enter: tentative words may still change and are never spoken.
+Times are the session's wall times (computation-aware), so the same rules hold on the simulated
+clock (a time-out is noticed when the next update arrives after the deadline) and live.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from speech.types import TextUpdate, Word
+
+from .text import ends_clause, ends_sentence
+
+
+@dataclass(frozen=True)
+class ChunkerConfig:
+    min_words: int = 3  # fewest words spoken at a clause boundary (sentence ends always speak)
+    max_words: int = 10  # speak at the latest after this many words without a break
+    timeout_s: float = 0.8  # speak what waits when no word was committed for this long
+    # When one update commits many words at once (a translator that commits whole sentences), cut
+    # the first piece after this many words (0: max_words): its audio starts sooner, and the rest
+    # is synthesised while it plays.
+    first_words: int = 0
+
+    def __post_init__(self) -> None:
+        if self.first_words < 0:
+            raise ValueError(f"chunker first_words must be >= 0, got {self.first_words}")
+        if self.min_words < 1 or self.max_words < self.min_words:
+            raise ValueError(
+                f"chunker needs 1 <= min_words <= max_words, got {self.min_words} and {self.max_words}"
+            )
+        if self.timeout_s <= 0:
+            raise ValueError(f"chunker time-out must be positive, got {self.timeout_s}")
+
+
+@dataclass(frozen=True)
+class SpeechPiece:
+    """A run of committed words to synthesise as one call."""
+
+    words: tuple[Word, ...]
+    reason: str  # "sentence", "clause", "max_words", "timeout", "final"
+    ready_time: float  # wall time at which the piece became speakable
+    commit_time: float  # wall time of the update that committed its last word
+    first_commit_time: float  # wall time of the update that committed its first word
+    source_time: float  # source seconds consumed when its last word was committed
+
+    @property
+    def text(self) -> str:
+        return " ".join(w.text for w in self.words)
+
+
+@dataclass
+class _Pending:
+    word: Word
+    wall_time: float
+    source_time: float
+
+
+@dataclass
+class TextChunker:
+    config: ChunkerConfig = field(default_factory=ChunkerConfig)
+    _pending: list[_Pending] = field(default_factory=list)
+
+    @property
+    def waiting(self) -> int:
+        return len(self._pending)
+
+    def deadline(self) -> float | None:
+        """When the words that wait will be spoken if nothing else arrives (None: nothing waits)."""
+        if not self._pending:
+            return None
+        return self._pending[-1].wall_time + self.config.timeout_s
+
+    def expire(self, now: float) -> list[SpeechPiece]:
+        """Speak what waits if its time-out has passed at `now`."""
+        deadline = self.deadline()
+        if deadline is None or now < deadline:
+            return []
+        return [self._take(len(self._pending), "timeout", deadline)]
+
+    def push(self, update: TextUpdate) -> list[SpeechPiece]:
+        pieces = self.expire(update.wall_time)
+        words = update.committed
+        limit = self.config.first_words or self.config.max_words
+        for i, word in enumerate(words):
+            self._pending.append(_Pending(word, update.wall_time, update.source_time))
+            n = len(self._pending)
+            if ends_sentence(word.text):
+                pieces.append(self._take(n, "sentence", update.wall_time))
+            elif ends_clause(word.text) and n >= self.config.min_words:
+                pieces.append(self._take(n, "clause", update.wall_time))
+            elif n >= limit and not self._short_tail(words[i + 1 :], update.final):
+                pieces.append(self._take(n, "max_words", update.wall_time))
+            if not self._pending:
+                limit = self.config.max_words
+        if (update.final or update.end_of_stream) and self._pending:
+            pieces.append(self._take(len(self._pending), "final", update.wall_time))
+        return pieces
+
+    def _short_tail(self, rest: tuple[Word, ...], final: bool) -> bool:
+        """Whether cutting here would leave fewer than `min_words` words before a break that is
+        already known (a sentence end in the same update, or the update's end when it is final):
+        those few words would then be spoken alone, with a sentence's intonation."""
+        for j, word in enumerate(rest):
+            if j + 1 >= self.config.min_words:
+                return False
+            if ends_sentence(word.text):
+                return True
+        return final and 0 < len(rest) < self.config.min_words
+
+    def flush(self, now: float) -> list[SpeechPiece]:
+        """End of stream: speak everything that waits."""
+        if not self._pending:
+            return []
+        return [self._take(len(self._pending), "final", now)]
+
+    def _take(self, n: int, reason: str, ready: float) -> SpeechPiece:
+        taken, self._pending = self._pending[:n], self._pending[n:]
+        return SpeechPiece(
+            words=tuple(p.word for p in taken),
+            reason=reason,
+            ready_time=ready,
+            commit_time=taken[-1].wall_time,
+            first_commit_time=taken[0].wall_time,
+            source_time=taken[-1].source_time,
+        )

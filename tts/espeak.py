@@ -1,0 +1,192 @@
+"""eSpeak NG in process through ctypes (libespeak-ng from espeakng-loader), streaming through its
+synthesis callback.
+
+The C library keeps one global state per process (voice, parameters, the callback), so there is one
+`EspeakEngine` per process (`engine()`), and a lock makes each synthesis (set voice, synthesise)
+atomic. Synthesis runs in a producer thread that hands each callback buffer to the consumer through
+a queue: the first audio is available as soon as eSpeak produced it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import queue
+import threading
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+import numpy as np
+
+from speech.errors import UserError
+from speech.types import AudioChunk
+
+from .text import clean_text
+
+_AUDIO_OUTPUT_SYNCHRONOUS = 2
+_POS_CHARACTER = 1
+_CHARS_UTF8 = 1
+_RATE = 1  # espeak_PARAMETER espeakRATE (words per minute)
+_BUFFER_MS = 20  # callback granularity
+
+# Usual language codes -> the eSpeak NG voice for them (the rest are looked up as given).
+PREFERRED_VOICE = {"en": "en-us", "pt": "pt-br", "zh": "cmn", "nb": "nb", "no": "nb"}
+
+
+class _Voice(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("languages", ctypes.c_char_p),
+        ("identifier", ctypes.c_char_p),
+        ("gender", ctypes.c_ubyte),
+        ("age", ctypes.c_ubyte),
+        ("variant", ctypes.c_ubyte),
+        ("xx1", ctypes.c_ubyte),
+        ("score", ctypes.c_int),
+        ("spare", ctypes.c_void_p),
+    ]
+
+
+_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.c_void_p)
+
+
+class EspeakEngine:
+    """The process's libespeak-ng, initialised once for synchronous synthesis with a callback."""
+
+    def __init__(self) -> None:
+        from speech.models.voices import espeak_ng
+
+        files = espeak_ng()
+        lib = ctypes.CDLL(str(files.library))
+        lib.espeak_Initialize.restype = ctypes.c_int
+        lib.espeak_Initialize.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
+        lib.espeak_SetVoiceByName.argtypes = [ctypes.c_char_p]
+        lib.espeak_SetVoiceByName.restype = ctypes.c_int
+        lib.espeak_SetParameter.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
+        lib.espeak_Synth.argtypes = [
+            ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint, ctypes.c_int,
+            ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p,
+        ]
+        lib.espeak_Synth.restype = ctypes.c_int
+        lib.espeak_ListVoices.restype = ctypes.POINTER(ctypes.POINTER(_Voice))
+        rate = lib.espeak_Initialize(_AUDIO_OUTPUT_SYNCHRONOUS, _BUFFER_MS, str(files.data).encode(), 0)
+        if rate <= 0:
+            raise RuntimeError(f"eSpeak NG failed to initialise with data {files.data}")
+        self.sample_rate = int(rate)
+        self._lib = lib
+        self._lock = threading.Lock()
+        self._consumer: Callable[[np.ndarray], bool] | None = None
+        self._callback = _CALLBACK(self._on_audio)  # keep a reference: C holds the pointer
+        lib.espeak_SetSynthCallback(self._callback)
+        self.voices = self._list_voices()
+
+    def _list_voices(self) -> dict[str, str]:
+        """language or identifier -> the name SetVoiceByName accepts."""
+        out: dict[str, str] = {}
+        table = self._lib.espeak_ListVoices(None)
+        i = 0
+        while table[i]:
+            v = table[i].contents
+            lang = (v.languages or b"")[1:].decode("utf-8", "replace").lower()  # byte 0 is a priority
+            ident = (v.identifier or b"").decode()
+            name = ident.rsplit("/", 1)[-1]  # the voice file's name, which SetVoiceByName loads
+            for key in (lang, ident.lower(), name.lower()):
+                if key and name:
+                    out.setdefault(key, name)
+            i += 1
+        return out
+
+    def resolve(self, language: str, voice: str = "") -> str:
+        """The eSpeak voice for a language (or an explicit voice name); clear error when unknown."""
+        wanted = (voice or PREFERRED_VOICE.get(language.lower(), language)).lower()
+        wanted, plus, variant = wanted.partition("+")  # "es+m3": a voice with a variant
+        for key in (wanted, wanted.replace("_", "-")):
+            if key in self.voices:
+                return self.voices[key] + plus + variant
+        known = ", ".join(sorted({v for v in self.voices.values()}))
+        what = f"voice {voice!r}" if voice else f"language {language!r}"
+        raise UserError(f"eSpeak NG has no {what}; available: {known}")
+
+    def _on_audio(self, wav, n: int, events) -> int:
+        if n > 0 and wav and self._consumer is not None:
+            stop = self._consumer(np.ctypeslib.as_array(wav, shape=(n,)).astype(np.float32) / 32768.0)
+            return 1 if stop else 0
+        return 0
+
+    def synth(self, text: str, voice: str, words_per_minute: int, consumer: Callable[[np.ndarray], bool]) -> None:
+        """Synthesise `text`; `consumer(samples)` gets each buffer and returns True to stop early."""
+        data = text.encode("utf-8")
+        with self._lock:
+            if self._lib.espeak_SetVoiceByName(voice.encode()) != 0:
+                raise UserError(f"eSpeak NG cannot load voice {voice!r}")
+            self._lib.espeak_SetParameter(_RATE, int(words_per_minute), 0)
+            self._consumer = consumer
+            try:
+                err = self._lib.espeak_Synth(data, len(data) + 1, 0, _POS_CHARACTER, 0, _CHARS_UTF8, None, None)
+            finally:
+                self._consumer = None
+        if err != 0:
+            raise RuntimeError(f"eSpeak NG synthesis failed (error {err}) on {text[:40]!r}")
+
+
+@functools.cache
+def engine() -> EspeakEngine:
+    """The process's eSpeak NG (the C library has a single global state)."""
+    return EspeakEngine()
+
+
+@dataclass(frozen=True)
+class EspeakConfig:
+    language: str = "en"
+    voice: str = ""  # an eSpeak voice name ("pt-br", "en-gb"); empty: the language's default
+    words_per_minute: int = 145  # slower than eSpeak's 175: measured more intelligible (docs/synthesis.md)
+    gain: float = 0.7  # one fixed level for the voice, close to Piper's (never per chunk)
+
+
+class EspeakSynthesizer:
+    """Text in, AudioChunks out as eSpeak produces them (~20 ms buffers)."""
+
+    def __init__(self, config: EspeakConfig, engine_: EspeakEngine) -> None:
+        self.config = config
+        self._engine = engine_
+        self.voice = engine_.resolve(config.language, config.voice)
+        self.sample_rate = engine_.sample_rate
+
+    def synthesize(self, text: str) -> Iterator[AudioChunk]:
+        text = clean_text(text)
+        if not text:
+            return
+        buffers: queue.SimpleQueue = queue.SimpleQueue()
+        stop = threading.Event()
+        done = object()
+
+        def produce() -> None:
+            try:
+                self._engine.synth(
+                    text, self.voice, self.config.words_per_minute,
+                    lambda samples: buffers.put(samples) or stop.is_set(),
+                )
+            except BaseException as e:  # noqa: BLE001 - handed to the consumer
+                buffers.put(e)
+            finally:
+                buffers.put(done)
+
+        worker = threading.Thread(target=produce, name="espeak-synth", daemon=True)
+        worker.start()
+        seq = 0
+        offset = 0
+        try:
+            while (item := buffers.get()) is not done:
+                if isinstance(item, BaseException):
+                    raise item
+                samples = item * np.float32(self.config.gain)
+                yield AudioChunk(samples, self.sample_rate, start=offset / self.sample_rate, seq=seq, text=text)
+                seq += 1
+                offset += len(samples)
+        finally:
+            stop.set()
+            worker.join()
+
+
+def create(config: EspeakConfig, registry) -> EspeakSynthesizer:
+    return EspeakSynthesizer(config, engine())

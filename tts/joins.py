@@ -1,0 +1,182 @@
+"""Smooth joins between synthesised chunks, and a measure of what the listener hears at each join.
+
+Each synthesiser call pads its audio with silence (Piper: 40-80 ms before, 100-250 ms after) and
+starts and ends wherever the waveform is. Played back to back that gives gaps and clicks. So:
+- `trim_padding` cuts the leading and trailing padding down to a short, fixed pause;
+- `shape_edges` fades the first and last few milliseconds in and out, so a chunk starts and ends at
+  zero: a join never clicks, whether chunks touch or a gap separates them;
+- `ListenerTimeline` overlaps touching chunks by the fade length, which turns fade-out + fade-in
+  into a cross-fade;
+- loudness is never normalised per chunk (each voice has one fixed gain), so levels stay even.
+`measure_joins` reports the silent gap, the level jump and the sample step at every join.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class JoinConfig:
+    silence_db: float = -50.0  # a 5 ms frame quieter than this (dBFS RMS) counts as padding
+    keep_lead_ms: float = 10.0  # pause kept before the first voiced frame
+    keep_tail_ms: float = 25.0  # pause kept after the last voiced frame
+    fade_ms: float = 8.0  # fade-in / fade-out length, and the cross-fade overlap
+
+
+def _frame_db(samples: np.ndarray, frame: int) -> np.ndarray:
+    n = len(samples) // frame
+    if n == 0:
+        return np.full(1, -120.0) if len(samples) == 0 else np.array([_db(np.sqrt(np.mean(samples**2)))])
+    frames = samples[: n * frame].reshape(n, frame).astype(np.float64)
+    rms = np.sqrt(np.mean(frames**2, axis=1))
+    return 20 * np.log10(np.maximum(rms, 1e-6))
+
+
+def _db(x: float) -> float:
+    return float(20 * np.log10(max(x, 1e-6)))
+
+
+def trim_padding(samples: np.ndarray, rate: int, config: JoinConfig = JoinConfig()) -> np.ndarray:
+    """Cut leading/trailing silence down to the configured pauses; all-silent input gives empty."""
+    frame = max(1, int(rate * 0.005))
+    db = _frame_db(samples, frame)
+    voiced = np.nonzero(db > config.silence_db)[0]
+    if len(voiced) == 0:
+        return samples[:0]
+    start = max(0, voiced[0] * frame - int(rate * config.keep_lead_ms / 1000))
+    end = min(len(samples), (voiced[-1] + 1) * frame + int(rate * config.keep_tail_ms / 1000))
+    return samples[start:end]
+
+
+def shape_edges(samples: np.ndarray, rate: int, fade_ms: float) -> np.ndarray:
+    """Raised-cosine fade-in and fade-out, so the chunk starts and ends at zero."""
+    n = min(int(rate * fade_ms / 1000), len(samples) // 2)
+    out = samples.astype(np.float32, copy=True)
+    if n > 0:
+        ramp = (0.5 - 0.5 * np.cos(np.pi * (np.arange(n) + 0.5) / n)).astype(np.float32)
+        out[:n] *= ramp
+        out[-n:] *= ramp[::-1]
+    return out
+
+
+def prepare_chunk(samples: np.ndarray, rate: int, config: JoinConfig = JoinConfig()) -> np.ndarray:
+    return shape_edges(trim_padding(samples, rate, config), rate, config.fade_ms)
+
+
+@dataclass(frozen=True)
+class Placement:
+    start: float  # seconds on the listener timeline
+    end: float
+    emitted: float  # when the chunk's first sample was available (wall seconds)
+    text: str = ""
+
+
+@dataclass
+class ListenerTimeline:
+    """Places chunks as a listener hears them: each starts at max(its emission time, the end of the
+    previous chunk); `compact` drops the waits (chunks back to back). Touching chunks overlap by
+    `crossfade_ms` (their faded edges add up to a cross-fade)."""
+
+    sample_rate: int
+    compact: bool = False
+    crossfade_ms: float = JoinConfig.fade_ms
+    placements: list[Placement] = field(default_factory=list)
+    _pieces: list[tuple[int, np.ndarray]] = field(default_factory=list)
+    _end: int = 0  # end of the previous chunk, in samples
+    _starts: list[int] = field(default_factory=list)  # where each chunk (not each piece) starts
+
+    def add(self, samples: np.ndarray, emitted: float, text: str = "", continues: bool = False) -> Placement:
+        """Place a chunk; `continues`: it is the next piece of the previous chunk (no seam)."""
+        rate = self.sample_rate
+        overlap = int(rate * self.crossfade_ms / 1000)
+        wanted = self._end if self.compact or continues else max(int(round(emitted * rate)), self._end)
+        if self._pieces and wanted <= self._end and not continues:
+            wanted = max(0, self._end - min(overlap, len(samples) // 2, len(self._pieces[-1][1]) // 2))
+        if not continues:
+            self._starts.append(wanted)
+        self._pieces.append((wanted, samples.astype(np.float32, copy=False)))
+        self._end = max(self._end, wanted + len(samples))
+        placement = Placement(wanted / rate, (wanted + len(samples)) / rate, emitted, text)
+        self.placements.append(placement)
+        return placement
+
+    @property
+    def duration(self) -> float:
+        return self._end / self.sample_rate
+
+    def render(self) -> np.ndarray:
+        out = np.zeros(self._end, dtype=np.float32)
+        for start, samples in self._pieces:
+            out[start : start + len(samples)] += samples
+        return out
+
+    def boundaries(self) -> list[int]:
+        """Sample positions where one chunk hands over to the next (for `measure_joins`)."""
+        return self._starts[1:]
+
+
+@dataclass(frozen=True)
+class JoinReport:
+    position_s: float
+    gap_ms: float  # longest run of silent 5 ms frames that spans the join
+    level_jump_db: float  # RMS of the voiced second after minus the voiced second before
+    step: float  # largest sample-to-sample change within 2 ms of the join (a click is a big step)
+
+
+def measure_joins(
+    samples: np.ndarray, rate: int, boundaries: list[int], silence_db: float = JoinConfig.silence_db
+) -> list[JoinReport]:
+    frame = max(1, int(rate * 0.005))
+    db = _frame_db(samples, frame)
+    silent = db <= silence_db
+    reports = []
+    for b in boundaries:
+        f = min(b // frame, len(db) - 1)
+        gap = 0
+        if silent[f]:
+            lo = f
+            while lo > 0 and silent[lo - 1]:
+                lo -= 1
+            hi = f
+            while hi + 1 < len(silent) and silent[hi + 1]:
+                hi += 1
+            gap = hi - lo + 1
+        # loudness over up to 1 s of voiced frames each side (shorter windows measure phonemes)
+        before = [i for i in range(f - 1, max(-1, f - 600), -1) if not silent[i]][:200]
+        after = [i for i in range(f, min(len(db), f + 600)) if not silent[i]][:200]
+        jump = 0.0
+        if before and after:
+            jump = _mean_db(db[after]) - _mean_db(db[before])
+        w = int(rate * 0.002)
+        seg = samples[max(0, b - w) : b + w]
+        step = float(np.max(np.abs(np.diff(seg)))) if len(seg) > 1 else 0.0
+        reports.append(JoinReport(b / rate, gap * frame * 1000 / rate, float(jump), step))
+    return reports
+
+
+def _mean_db(db: np.ndarray) -> float:
+    return _db(float(np.sqrt(np.mean(10 ** (db / 10)))))
+
+
+@dataclass(frozen=True)
+class JoinSummary:
+    joins: int
+    max_gap_ms: float
+    mean_abs_level_jump_db: float
+    max_step: float
+    gaps_over_50ms: int
+
+    @classmethod
+    def of(cls, reports: list[JoinReport]) -> "JoinSummary":
+        if not reports:
+            return cls(0, 0.0, 0.0, 0.0, 0)
+        return cls(
+            joins=len(reports),
+            max_gap_ms=max(r.gap_ms for r in reports),
+            mean_abs_level_jump_db=float(np.mean([abs(r.level_jump_db) for r in reports])),
+            max_step=max(r.step for r in reports),
+            gaps_over_50ms=sum(r.gap_ms > 50 for r in reports),
+        )

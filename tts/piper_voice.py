@@ -1,0 +1,83 @@
+"""Piper (VITS, onnxruntime) with the embedded en-US voice or a user's local voice file.
+
+Piper synthesises a sentence at a time (no streaming inside a sentence). We build the
+onnxruntime session ourselves to choose the thread count (the other stages need the other core),
+and switch off Piper's per-call peak normalisation so every chunk keeps the same loudness.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+
+from speech.types import AudioChunk
+
+from .text import clean_text
+
+
+@dataclass(frozen=True)
+class PiperConfig:
+    model: str = ""  # a local .onnx voice; empty: the embedded en-US "joe" voice
+    threads: int = 1
+    length_scale: float | None = None  # None: the voice's own speed
+    noise_scale: float | None = None  # None: the voice's default; 0 for deterministic output
+    noise_w_scale: float | None = None
+    gain: float = 1.0
+
+
+def load_voice(model: str, threads: int):
+    import onnxruntime
+    from piper import PiperVoice
+    from piper.config import PiperConfig as VoiceConfig
+
+    from speech.models.voices import piper_joe, piper_local
+
+    files = piper_local(model) if model else piper_joe()
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    session = onnxruntime.InferenceSession(str(files.model), sess_options=options, providers=["CPUExecutionProvider"])
+    config = VoiceConfig.from_dict(json.loads(files.config.read_text(encoding="utf-8")))
+    voice = PiperVoice(session=session, config=config)
+    # onnxruntime's first run allocates and plans (several times a normal call): do it at load,
+    # not on the first chunk a listener waits for.
+    for _ in voice.synthesize("Hello."):
+        pass
+    return voice
+
+
+class PiperSynthesizer:
+    # Piper synthesises a chunk whole before its first sample: shorter chunks start sooner, and a
+    # short first piece of a burst hides the synthesis of the next one behind its playback.
+    chunk_defaults = {"max_words": 8, "first_words": 4}
+
+    def __init__(self, config: PiperConfig, voice) -> None:
+        from piper.config import SynthesisConfig
+
+        self.config = config
+        self._voice = voice
+        self.sample_rate = int(voice.config.sample_rate)
+        self._syn = SynthesisConfig(
+            length_scale=config.length_scale,
+            noise_scale=config.noise_scale,
+            noise_w_scale=config.noise_w_scale,
+            normalize_audio=False,
+        )
+
+    def synthesize(self, text: str) -> Iterator[AudioChunk]:
+        text = clean_text(text)
+        if not text:
+            return
+        offset = 0
+        for seq, piece in enumerate(self._voice.synthesize(text, self._syn)):
+            samples = np.asarray(piece.audio_float_array, dtype=np.float32) * np.float32(self.config.gain)
+            yield AudioChunk(samples, self.sample_rate, start=offset / self.sample_rate, seq=seq, text=text)
+            offset += len(samples)
+
+
+def create(config: PiperConfig, registry) -> PiperSynthesizer:
+    voice = registry.shared(("piper-voice", config.model, config.threads), lambda: load_voice(config.model, config.threads))
+    return PiperSynthesizer(config, voice)
