@@ -151,7 +151,7 @@ def run_long(model: str, policy: str, language: str, clips: list[dict], chunk_ms
 
     registry = default_registry()
     opts = {"cpu_threads": threads} if model.startswith("whisper") else {}
-    pieces, reference, refs = [], [], []
+    pieces, reference, refs, spans = [], [], [], []
     t = 0.0
     cache: dict[str, tuple] = {}
     while t < seconds:
@@ -163,6 +163,7 @@ def run_long(model: str, policy: str, language: str, clips: list[dict], chunk_ms
             pieces.append(audio)
             reference += [Word(w.text, (w.start or 0) + t, (w.end or 0) + t) for w in words]
             refs.append(clip["ref"])
+            spans.append((t, t + len(audio) / 16000, len(reference) - len(words), len(reference)))
             t += len(audio) / 16000
             if t >= seconds:
                 break
@@ -170,7 +171,14 @@ def run_long(model: str, policy: str, language: str, clips: list[dict], chunk_ms
     options = AsrOptions(update_s=update_s, vad=VadConfig() if vad else None,
                          max_behind_s=0.3 if adaptive else float("inf"))
     result = stream(registry, model, policy, language, audio, 16000, chunk_ms, options, **opts)
-    matched = matched_lags(result, reference)
+    # Align clip by clip (the clips repeat: a global alignment could pair a word with the same
+    # word of another repetition).
+    matched = []
+    for t0, t1, r0, r1 in spans:
+        idx = [i for i, w in enumerate(result.words) if w.start is not None and t0 - 0.3 <= w.start < t1 - 0.3]
+        part = type(result)([result.words[i] for i in idx], [result.commit_source[i] for i in idx],
+                            [result.commit_wall[i] for i in idx], 0.0)
+        matched += matched_lags(part, reference[r0:r1])
     # Per minute: decode times (from the stage's log) and lags of words ending in that minute.
     stats = next(r for r in result.log.records if r["kind"] == "stats")
     decode_times = stats["update_s"]

@@ -43,7 +43,11 @@ class StreamResult:
 
 def stream(registry: Registry, model: str, policy: str, language: str, samples: np.ndarray, rate: int,
            chunk_ms: int = 100, options: AsrOptions | None = None, **model_options: Any) -> StreamResult:
-    """Run the ASR stage over `samples` on the simulated clock (as fast as possible)."""
+    """Run the ASR stage over `samples` on the simulated clock (as fast as possible).
+
+    By default with a fixed update step (no adaptive step), so results do not depend on load.
+    """
+    options = options or AsrOptions(max_behind_s=float("inf"))
     clock = SimulatedClock()
     log = EventLog()
     stage = create_asr_stage(registry, model, policy, language, clock, log, options, **model_options)

