@@ -71,14 +71,18 @@ class LocalAgreement:
 class StableCommitConfig:
     margin_s: float = 0.3  # a word ending this long before the decoded audio's end has right context
     min_probability: float = 0.6
+    # Agreement of two hypotheses counts only for words ending this long before the audio's end
+    # (words at the very edge of the buffer agree by chance more often than they are right).
+    agree_margin_s: float = 0.0
 
 
 class StableCommit:
     """LocalAgreement-2, plus early commit of settled, confident words."""
 
-    def __init__(self, margin_s: float = 0.3, min_probability: float = 0.6) -> None:
+    def __init__(self, margin_s: float = 0.3, min_probability: float = 0.6, agree_margin_s: float = 0.0) -> None:
         self.margin_s = margin_s
         self.min_probability = min_probability
+        self.agree_margin_s = agree_margin_s
         self._previous: list[Word] = []
 
     def _settled(self, word: Word, now: float) -> bool:
@@ -86,10 +90,14 @@ class StableCommit:
             return False
         return word.probability is None or word.probability >= self.min_probability
 
+    def _agreed_in_time(self, word: Word, now: float) -> bool:
+        return self.agree_margin_s <= 0 or (word.end is not None and word.end <= now - self.agree_margin_s)
+
     def update(self, hypothesis: list[Word], now: float) -> tuple[list[Word], list[Word]]:
         agreed = agreed_prefix([self._previous, hypothesis])
         k = 0
-        while k < len(hypothesis) and (k < agreed or self._settled(hypothesis[k], now)):
+        while k < len(hypothesis) and ((k < agreed and self._agreed_in_time(hypothesis[k], now))
+                                       or self._settled(hypothesis[k], now)):
             k += 1
         # Keep the previous hypothesis aligned with what is still uncommitted.
         self._previous = list(hypothesis[k:])
@@ -108,4 +116,4 @@ def make_local_agreement(config: LocalAgreementConfig, registry: object) -> Loca
 
 
 def make_stable_commit(config: StableCommitConfig, registry: object) -> StableCommit:
-    return StableCommit(config.margin_s, config.min_probability)
+    return StableCommit(config.margin_s, config.min_probability, config.agree_margin_s)

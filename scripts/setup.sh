@@ -27,14 +27,14 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=".venv/.installed-$( (cat pyproject.toml scripts/setup.sh; echo $want_test) | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
-  echo "setup: installing the project and its embedded models into .venv (about 1 minute)" >&2
+  echo "setup: installing the project and its embedded models into .venv (3 to 5 minutes on a new machine)" >&2
   extras="all"
   [ "$want_test" = 1 ] && extras="all,neural,test"
   log=$(mktemp)
   pipq() {  # pip install, quiet; fails the set-up when pip fails
     local rc=0
     .venv/bin/python -m pip install -q --disable-pip-version-check "$@" >"$log" 2>&1 || rc=$?
-    grep -v '^WARNING: Location' "$log" >&2 || true
+    [ $rc = 0 ] || grep -v '^WARNING: Location' "$log" >&2 || true
     return $rc
   }
   pipq --upgrade pip

@@ -32,6 +32,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="comma-separated translators to compare, or 'default' (best per pair) or 'all'")
     parser.add_argument("--policy", default="local-agreement", help="target commit policy (local-agreement, wait-k)")
     parser.add_argument("--lines", type=int, default=100, help="first N devtest lines (default 100)")
+    parser.add_argument("--start", type=int, default=0,
+                        help="skip this many lines first (tune on e.g. --start 200, score on the default 0)")
     parser.add_argument("--shots", type=int, default=3, help="few-shot examples for LLMs, from lines 900-1011")
     parser.add_argument("--data", type=Path, default=FLORES, help="FLORES-101 folder (default ../shared/data/text/flores101)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -91,7 +93,7 @@ def _value(text: str) -> object:
 
 def bench_pair(registry, source: str, target: str, backend: str, policy: str, lines: int, shots: int,
                data: Path, progress: Progress | None = None, options: dict | None = None,
-               policy_options: dict | None = None) -> dict:  # noqa: ANN001
+               policy_options: dict | None = None, start: int = 0) -> dict:  # noqa: ANN001
     import sacrebleu
 
     from .stage import open_translation
@@ -105,7 +107,7 @@ def bench_pair(registry, source: str, target: str, backend: str, policy: str, li
     hyps, offline, als, laals, tokens, ms, sources, cpu = [], [], [], [], [], [], [], []
     erased = committed_erased = final_tokens = 0
     try:
-        for i in range(min(lines, len(src))):
+        for i in range(start, min(start + lines, len(src), EXAMPLE_LINES.start)):
             words = src[i].split()
             translation.reset()
             run = translate_stream(translation, words)
@@ -127,9 +129,10 @@ def bench_pair(registry, source: str, target: str, backend: str, policy: str, li
     finally:
         translation.stream.close()
         offline_stream.close()
-    refs = [ref[: len(hyps)]]
+    refs = [ref[start : start + len(hyps)]]
     return {
         "lines": len(hyps),
+        "start": start,
         "policy": policy + "".join(f" {k}={v}" for k, v in (policy_options or {}).items()),
         "chrf": round(sacrebleu.corpus_chrf(hyps, refs).score, 2),
         "offline_chrf": round(sacrebleu.corpus_chrf(offline, refs).score, 2),
@@ -179,6 +182,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.lines < 1:
         raise UserError("--lines must be at least 1")
+    if not 0 <= args.start < EXAMPLE_LINES.start:
+        raise UserError(f"--start must be between 0 and {EXAMPLE_LINES.start - 1} (lines 900-1011 are the few-shot examples)")
     registry = default_registry()
     pairs = [parse_pair(p) for p in args.pairs.split(",") if p.strip()]
     for s, t in pairs:
@@ -199,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
         for s, t, b in plan:
             results.setdefault(f"{s}-{t}", {})[b] = bench_pair(
                 registry, s, t, b, args.policy, args.lines, args.shots, args.data, progress, options,
-                parse_options(args.policy_set),
+                parse_options(args.policy_set), args.start,
             )
     if args.json:
         print(json.dumps(results, indent=2))

@@ -7,14 +7,18 @@ sentence and at end of stream the translator commits everything regardless of th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, Sequence
 
 from .hypothesis import Hypothesis
+from .segment import ends_clause
 
 
 class TargetPolicy(Protocol):
-    def commit(self, committed: int, hyp: Hypothesis, source_words: int) -> int:
-        """The new total number of committed words (>= `committed`, <= hyp.stable)."""
+    def commit(self, committed: int, hyp: Hypothesis, source_words: int, source: Sequence[str] = ()) -> int:
+        """The new total number of committed words (>= `committed`, <= hyp.stable).
+
+        `source` is the current sentence's source words so far (for boundary-aware policies).
+        """
         ...
 
     def reset(self) -> None: ...
@@ -23,6 +27,10 @@ class TargetPolicy(Protocol):
 @dataclass(frozen=True)
 class LocalAgreementConfig:
     n: int = 2  # commit the prefix on which the last n hypotheses agree
+    # At a source clause boundary (the last source word ends with , ; :) the translation of the
+    # prefix is a finished clause, not a guess at the rest: the last `boundary_n` hypotheses
+    # suffice there (1: commit the stable hypothesis). 0: no special case.
+    boundary_n: int = 0
 
 
 @dataclass
@@ -32,14 +40,18 @@ class LocalAgreement:
     config: LocalAgreementConfig = field(default_factory=LocalAgreementConfig)
     _history: list[list[str]] = field(default_factory=list)
 
-    def commit(self, committed: int, hyp: Hypothesis, source_words: int) -> int:
+    def commit(self, committed: int, hyp: Hypothesis, source_words: int, source: Sequence[str] = ()) -> int:
         current = hyp.words[: hyp.stable]
         self._history.append(current)
         self._history = self._history[-self.config.n :]
-        if len(self._history) < self.config.n:
+        n = self.config.n
+        if self.config.boundary_n and source and ends_clause(source[-1]):
+            n = min(n, self.config.boundary_n)
+        if len(self._history) < n:
             return committed
+        recent = self._history[-n:]
         agreed = committed
-        while all(len(h) > agreed for h in self._history) and len({h[agreed] for h in self._history}) == 1:
+        while all(len(h) > agreed for h in recent) and len({h[agreed] for h in recent}) == 1:
             agreed += 1
         return max(committed, agreed)
 
@@ -58,7 +70,7 @@ class WaitK:
 
     config: WaitKConfig = field(default_factory=WaitKConfig)
 
-    def commit(self, committed: int, hyp: Hypothesis, source_words: int) -> int:
+    def commit(self, committed: int, hyp: Hypothesis, source_words: int, source: Sequence[str] = ()) -> int:
         allowed = source_words - self.config.k + 1
         return max(committed, min(hyp.stable, allowed))
 
@@ -69,6 +81,8 @@ class WaitK:
 def local_agreement(config: LocalAgreementConfig, registry) -> LocalAgreement:  # noqa: ANN001
     if config.n < 1:
         raise ValueError("local-agreement needs n >= 1")
+    if config.boundary_n < 0:
+        raise ValueError("local-agreement needs boundary_n >= 0")
     return LocalAgreement(config)
 
 

@@ -18,6 +18,11 @@ ABBREVIATIONS = frozenset(
 )
 
 
+def ends_clause(word: str) -> bool:
+    """A clause boundary: the word ends with , ; or : (possibly followed by closing quotes)."""
+    return bool(_SOFT.search(word))
+
+
 def ends_sentence(word: str) -> bool:
     if not _END.search(word):
         return False

@@ -116,7 +116,7 @@ class SimultaneousTranslation:
         hyp = self.stream.hypothesis(words, self.committed, complete=False)
         stats.add(hyp, time.perf_counter() - t0, time.process_time() - c0)
         self.loops += hyp.looped
-        total = min(self.policy.commit(len(self.committed), hyp, len(words)), max(hyp.stable, len(self.committed)))
+        total = min(self.policy.commit(len(self.committed), hyp, len(words), source=words), max(hyp.stable, len(self.committed)))
         new = hyp.words[len(self.committed) : total]
         self.committed += new
         self._hypothesised = len(words)

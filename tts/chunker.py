@@ -33,10 +33,15 @@ class ChunkerConfig:
     # the first piece after this many words (0: max_words): its audio starts sooner, and the rest
     # is synthesised while it plays.
     first_words: int = 0
+    # Split every piece longer than this (plus at least 2 more words) into a short lead, up to its
+    # first clause boundary or `lead_words` words, and the rest (0: never). For engines that
+    # synthesise a call whole before its first sample (Piper): the lead's audio starts sooner and
+    # the rest is synthesised while it plays, at the cost of one more prosodic break.
+    lead_words: int = 0
 
     def __post_init__(self) -> None:
-        if self.first_words < 0:
-            raise ValueError(f"chunker first_words must be >= 0, got {self.first_words}")
+        if self.first_words < 0 or self.lead_words < 0:
+            raise ValueError(f"chunker first_words and lead_words must be >= 0, got {self.first_words}, {self.lead_words}")
         if self.min_words < 1 or self.max_words < self.min_words:
             raise ValueError(
                 f"chunker needs 1 <= min_words <= max_words, got {self.min_words} and {self.max_words}"
@@ -88,25 +93,26 @@ class TextChunker:
         deadline = self.deadline()
         if deadline is None or now < deadline:
             return []
-        return [self._take(len(self._pending), "timeout", deadline)]
+        return self._take(len(self._pending), "timeout", deadline)
 
     def push(self, update: TextUpdate) -> list[SpeechPiece]:
         pieces = self.expire(update.wall_time)
         words = update.committed
-        limit = self.config.first_words or self.config.max_words
+        # A burst starts when nothing waits: its first piece may be cut short (first_words).
+        limit = (self.config.first_words or self.config.max_words) if not self._pending else self.config.max_words
         for i, word in enumerate(words):
             self._pending.append(_Pending(word, update.wall_time, update.source_time))
             n = len(self._pending)
             if ends_sentence(word.text):
-                pieces.append(self._take(n, "sentence", update.wall_time))
+                pieces += self._take(n, "sentence", update.wall_time)
             elif ends_clause(word.text) and n >= self.config.min_words:
-                pieces.append(self._take(n, "clause", update.wall_time))
+                pieces += self._take(n, "clause", update.wall_time)
             elif n >= limit and not self._short_tail(words[i + 1 :], update.final):
-                pieces.append(self._take(n, "max_words", update.wall_time))
+                pieces += self._take(n, "max_words", update.wall_time)
             if not self._pending:
                 limit = self.config.max_words
         if (update.final or update.end_of_stream) and self._pending:
-            pieces.append(self._take(len(self._pending), "final", update.wall_time))
+            pieces += self._take(len(self._pending), "final", update.wall_time)
         return pieces
 
     def _short_tail(self, rest: tuple[Word, ...], final: bool) -> bool:
@@ -124,15 +130,34 @@ class TextChunker:
         """End of stream: speak everything that waits."""
         if not self._pending:
             return []
-        return [self._take(len(self._pending), "final", now)]
+        return self._take(len(self._pending), "final", now)
 
-    def _take(self, n: int, reason: str, ready: float) -> SpeechPiece:
+    def _take(self, n: int, reason: str, ready: float) -> list[SpeechPiece]:
+        """The first `n` waiting words as one piece, or two (lead + rest, see `lead_words`). Both
+        parts keep the commit that made the piece speakable (`commit_time`): the lead is that
+        commit's first audio."""
         taken, self._pending = self._pending[:n], self._pending[n:]
-        return SpeechPiece(
-            words=tuple(p.word for p in taken),
-            reason=reason,
-            ready_time=ready,
-            commit_time=taken[-1].wall_time,
-            first_commit_time=taken[0].wall_time,
-            source_time=taken[-1].source_time,
-        )
+        cut = self._lead_cut(taken)
+        parts = [taken[:cut], taken[cut:]] if cut else [taken]
+        return [
+            SpeechPiece(
+                words=tuple(p.word for p in part),
+                reason=reason,
+                ready_time=ready,
+                commit_time=taken[-1].wall_time,
+                first_commit_time=part[0].wall_time,
+                source_time=taken[-1].source_time,
+            )
+            for part in parts
+        ]
+
+    def _lead_cut(self, taken: list[_Pending]) -> int:
+        """Where to split off the lead (0: no split): after its first clause boundary within
+        `lead_words` words (at least 2), else after `lead_words`; the rest keeps >= 2 words."""
+        lead = self.config.lead_words
+        if not lead or len(taken) < lead + 2:
+            return 0
+        for i in range(1, lead):
+            if ends_clause(taken[i].word.text) or ends_sentence(taken[i].word.text):
+                return i + 1
+        return lead

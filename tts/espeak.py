@@ -26,7 +26,9 @@ from .text import clean_text
 _AUDIO_OUTPUT_SYNCHRONOUS = 2
 _POS_CHARACTER = 1
 _CHARS_UTF8 = 1
-_RATE = 1  # espeak_PARAMETER espeakRATE (words per minute)
+# espeak_PARAMETER: espeakRATE (words per minute), espeakPITCH / espeakRANGE (0-100, default 50),
+# espeakWORDGAP (extra pause between words, in units of 10 ms at the default speed)
+_RATE, _PITCH, _RANGE, _WORDGAP = 1, 3, 4, 7
 _BUFFER_MS = 20  # callback granularity
 
 # Usual language codes -> the eSpeak NG voice for them (the rest are looked up as given).
@@ -113,13 +115,16 @@ class EspeakEngine:
             return 1 if stop else 0
         return 0
 
-    def synth(self, text: str, voice: str, words_per_minute: int, consumer: Callable[[np.ndarray], bool]) -> None:
-        """Synthesise `text`; `consumer(samples)` gets each buffer and returns True to stop early."""
+    def synth(self, text: str, voice: str, words_per_minute: int, consumer: Callable[[np.ndarray], bool],
+              pitch: int = 50, pitch_range: int = 50, word_gap: int = 0) -> None:
+        """Synthesise `text`; `consumer(samples)` gets each buffer and returns True to stop early.
+        Every parameter is set on every call: the library's state is shared by all sessions."""
         data = text.encode("utf-8")
         with self._lock:
             if self._lib.espeak_SetVoiceByName(voice.encode()) != 0:
                 raise UserError(f"eSpeak NG cannot load voice {voice!r}")
-            self._lib.espeak_SetParameter(_RATE, int(words_per_minute), 0)
+            for param, value in ((_RATE, words_per_minute), (_PITCH, pitch), (_RANGE, pitch_range), (_WORDGAP, word_gap)):
+                self._lib.espeak_SetParameter(param, int(value), 0)
             self._consumer = consumer
             try:
                 err = self._lib.espeak_Synth(data, len(data) + 1, 0, _POS_CHARACTER, 0, _CHARS_UTF8, None, None)
@@ -141,6 +146,9 @@ class EspeakConfig:
     voice: str = ""  # an eSpeak voice name ("pt-br", "en-gb"); empty: the language's default
     words_per_minute: int = 145  # slower than eSpeak's 175: measured more intelligible (docs/synthesis.md)
     gain: float = 0.7  # one fixed level for the voice, close to Piper's (never per chunk)
+    pitch: int = 50  # eSpeak's base pitch, 0-100
+    pitch_range: int = 50  # intonation range, 0 (monotone) - 100
+    word_gap: int = 0  # extra pause between words, 10 ms units
 
 
 class EspeakSynthesizer:
@@ -165,6 +173,7 @@ class EspeakSynthesizer:
                 self._engine.synth(
                     text, self.voice, self.config.words_per_minute,
                     lambda samples: buffers.put(samples) or stop.is_set(),
+                    pitch=self.config.pitch, pitch_range=self.config.pitch_range, word_gap=self.config.word_gap,
                 )
             except BaseException as e:  # noqa: BLE001 - handed to the consumer
                 buffers.put(e)

@@ -33,12 +33,17 @@ def transcribe(registry, samples: np.ndarray, rate: int, language: str) -> str:
 
 
 def score(hypothesis: str, reference: str, language: str) -> ErrorCounts:
-    """Word errors after normalisation; English numbers are spelled out on both sides (Whisper
-    writes digits or words unpredictably)."""
+    """Word errors after normalisation (lower case, no punctuation); numbers are spelled out in the
+    target language on both sides (Whisper writes "25" or "vinte e cinco" unpredictably): English
+    with the ASR's normaliser, Spanish and Portuguese with `tts.numbers`."""
     if language.split("-")[0] == "en":
         from speech.asr.normalize import normalize
 
         hypothesis, reference = normalize(hypothesis), normalize(reference)
+    else:
+        from .numbers import spell_numbers
+
+        hypothesis, reference = spell_numbers(hypothesis, language), spell_numbers(reference, language)
     return word_errors(hypothesis, reference)
 
 

@@ -99,3 +99,22 @@ def test_first_piece_of_a_burst_is_short_the_rest_uses_max_words():
     pieces = c.push(upd("one two three four five six seven eight nine ten", t=0))
     assert texts(pieces) == ["one two three", "four five six seven eight nine"]
     assert texts(c.flush(1.0)) == ["ten"]
+
+
+def test_first_words_does_not_apply_to_words_committed_one_at_a_time():
+    c = TextChunker(ChunkerConfig(min_words=2, max_words=6, first_words=3, timeout_s=5))
+    pieces = [p for i, w in enumerate("a b c d e f g".split()) for p in c.push(upd(w, t=i * 0.1))]
+    assert texts(pieces) == ["a b c d e f"]
+
+
+def test_lead_words_split_a_piece_into_a_short_lead_and_the_rest_with_the_same_commit():
+    c = TextChunker(ChunkerConfig(min_words=2, max_words=8, lead_words=3, timeout_s=5))
+    pieces = [p for i, w in enumerate("a b c d e f.".split()) for p in c.push(upd(w, t=i * 0.1))]
+    assert texts(pieces) == ["a b c", "d e f."]
+    assert pieces[0].commit_time == pieces[1].commit_time == 0.5  # the commit that made it speakable
+    assert pieces[0].first_commit_time == 0.0 and pieces[1].first_commit_time == pytest.approx(0.3)
+    # a clause boundary inside the lead cuts there; too short a rest: no split
+    c = TextChunker(ChunkerConfig(min_words=3, max_words=8, lead_words=3, timeout_s=5))
+    assert texts(c.push(upd("we said, then we did it.", t=0))) == ["we said,", "then we did it."]
+    c = TextChunker(ChunkerConfig(min_words=2, max_words=8, lead_words=3, timeout_s=5))
+    assert texts(c.push(upd("one two three four.", t=0))) == ["one two three four."]
