@@ -29,7 +29,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="recogniser (repeatable): whisper-base, whisper-tiny.en, pocketsphinx; "
                              "default: whisper-tiny.en and whisper-base")
     parser.add_argument("--policy", action="append", metavar="NAME",
-                        help="commit policy (repeatable); default: local-agreement-2 and stable")
+                        help="commit policy (repeatable; 'default' = the model's default policy); "
+                             "default: local-agreement-2 and stable")
     parser.add_argument("--language", default="en", help="only clips in this language (default en)")
     parser.add_argument("--limit", type=int, default=0, help="at most this many clips (0: all)")
     parser.add_argument("--chunk-ms", type=int, default=100, help="feeding granularity (default 100)")
@@ -245,7 +246,8 @@ def run(args: argparse.Namespace) -> int:
         if m in ENGLISH_ONLY and args.language != "en":
             raise UserError(f"{m} is English-only; use --language en")
     for p in policies:
-        registry.spec("asr-policy", p.partition(":")[0])
+        if p.partition(":")[0] != "default":  # "default": the best measured policy per model
+            registry.spec("asr-policy", p.partition(":")[0])
     clips = load_clips(args.manifest or list(DEFAULT_MANIFESTS), args.language, args.limit)
     update_s = args.update_ms / 1000 if args.update_ms else None
     configs = []

@@ -9,7 +9,7 @@ already removed), so a policy only decides how long a prefix of it to commit now
   successive hypotheses, or already *settled* in one: its end lies at least `margin_s` (0.3 s) before the
   end of the audio decoded and Whisper gave it probability >= `min_probability`. Words well inside
   the audio window, decoded confidently, rarely change, so most words no longer wait one more
-  update.
+  update. Option `agree_margin_s`: agreement counts only if the earlier sighting had right context.
 
 At a pause found by the VAD the stage closes the segment and commits its whole tail with `flush`,
 whatever the policy (as whisper_streaming's voice-activity controller does).
@@ -71,8 +71,9 @@ class LocalAgreement:
 class StableCommitConfig:
     margin_s: float = 0.3  # a word ending this long before the decoded audio's end has right context
     min_probability: float = 0.6
-    # Agreement of two hypotheses counts only for words ending this long before the audio's end
-    # (words at the very edge of the buffer agree by chance more often than they are right).
+    # Agreement counts only when the word's earlier sighting already ended this long before the
+    # end of the audio then decoded: a word guessed at the buffer's very edge ("the" for the first
+    # 40 ms of "dividing", "hole" for "whole") is often repeated by the next decode and still wrong.
     agree_margin_s: float = 0.0
 
 
@@ -84,23 +85,27 @@ class StableCommit:
         self.min_probability = min_probability
         self.agree_margin_s = agree_margin_s
         self._previous: list[Word] = []
+        self._previous_now = 0.0
 
     def _settled(self, word: Word, now: float) -> bool:
         if word.end is None or word.end > now - self.margin_s:
             return False
         return word.probability is None or word.probability >= self.min_probability
 
-    def _agreed_in_time(self, word: Word, now: float) -> bool:
-        return self.agree_margin_s <= 0 or (word.end is not None and word.end <= now - self.agree_margin_s)
+    def _had_context(self, k: int) -> bool:
+        """Whether the previous hypothesis's word k ended `agree_margin_s` before its audio's end."""
+        end = self._previous[k].end
+        return self.agree_margin_s <= 0 or (end is not None and end <= self._previous_now - self.agree_margin_s)
 
     def update(self, hypothesis: list[Word], now: float) -> tuple[list[Word], list[Word]]:
         agreed = agreed_prefix([self._previous, hypothesis])
         k = 0
-        while k < len(hypothesis) and ((k < agreed and self._agreed_in_time(hypothesis[k], now))
+        while k < len(hypothesis) and ((k < agreed and self._had_context(k))
                                        or self._settled(hypothesis[k], now)):
             k += 1
         # Keep the previous hypothesis aligned with what is still uncommitted.
         self._previous = list(hypothesis[k:])
+        self._previous_now = now
         return list(hypothesis[:k]), list(hypothesis[k:])
 
     def flush(self, hypothesis: list[Word]) -> list[Word]:

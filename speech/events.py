@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any, Callable, Iterator
 
 from .types import AudioChunk, TextUpdate
 
@@ -26,8 +26,10 @@ from .types import AudioChunk, TextUpdate
 class EventLog:
     """Appends JSON lines to a file (or only keeps them in memory when `path` is None)."""
 
-    def __init__(self, path: str | Path | None = None, keep: bool = True) -> None:
+    def __init__(self, path: str | Path | None = None, keep: bool = True,
+                 on_record: Callable[[dict], None] | None = None) -> None:
         self.path = Path(path) if path else None
+        self.on_record = on_record  # observer (live display); called from the writer's thread
         self.records: list[dict] = []
         self._keep = keep
         self._lock = threading.Lock()  # stages may log from worker threads
@@ -44,6 +46,8 @@ class EventLog:
             if self._fh is not None:
                 self._fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
                 self._fh.flush()
+            if self.on_record is not None:
+                self.on_record(rec)
         return rec
 
     def meta(self, **config: Any) -> dict:

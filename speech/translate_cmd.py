@@ -72,15 +72,17 @@ async def translate_file(
     from speech.tts.sink import SpeechSink
 
     clock = make_clock(realtime)
-    log = EventLog(log_path)
+    live = LiveText(sys.stdout, sys.stderr.isatty() and progress) if progress else None
+    log = EventLog(log_path, on_record=live)
     source = FileSource(path, sample_rate=16000, chunk_ms=config.chunk_ms, clock=clock)
     decoder = None
     if "codec" in config.stages:
         decoder = registry.create("codec", config.codec, codec_config(config)).decoder
     sink = SpeechSink(decoder=decoder, compact=compact, play=play and realtime,
                       sample_rate=decoder.sample_rate if decoder is not None else None)
+    # The live text is the progress on a pipe; the bar is drawn only on a terminal.
     bar = Progress(int(source.duration * 1000 / config.chunk_ms), label="translating",
-                   enabled=None if progress else False)
+                   enabled=sys.stderr.isatty() and progress)
 
     step = max(1, 1000 // config.chunk_ms)  # redraw once per second of source
     fed = [0]
@@ -89,7 +91,7 @@ async def translate_file(
         async def counted(chunk) -> None:  # the ASR stage logs the input; this only shows progress
             await outbox.put(chunk)
             fed[0] += 1
-            if progress and fed[0] % step == 0:
+            if bar.tty and fed[0] % step == 0:
                 bar.update(step, status=f"{sink.chunks} chunks spoken")
 
         await source(_Forward(counted))
@@ -101,7 +103,7 @@ async def translate_file(
             clock.restart()
         await session.run()
         wall = time.perf_counter() - t0
-        if progress:
+        if bar.tty:
             bar.close()
         log.write("end", source_duration=round(source.duration, 4), wall_time=round(clock.now() if realtime else wall, 4))
         sink.finish()
@@ -110,6 +112,28 @@ async def translate_file(
     spoken = [r["text"] for r in log.records if r.get("kind") == "audio" and r.get("stage") == "tts"]
     return TranslationResult(sink.render(), sink.sample_rate or 24000, sink.chunks, " ".join(spoken),
                              source.duration, wall, log.records, sink.boundaries())
+
+
+class LiveText:
+    """Prints what each stage commits as it is committed: `[en] ...` recognised, `[es] ...`
+    translated, `[spoken ...]` each synthesised chunk. Called from the EventLog (any thread)."""
+
+    def __init__(self, out, tty: bool) -> None:
+        self.out = out
+        self.prefix = "\r\x1b[K" if tty else ""  # clear the progress bar's line first
+
+    def __call__(self, rec: dict) -> None:
+        kind, stage = rec.get("kind"), rec.get("stage")
+        if kind == "update" and rec.get("committed"):
+            lang = rec.get("language") or stage
+            words = " ".join(w["text"] for w in rec["committed"])
+            line = f"[{lang} {rec.get('source_time', 0):6.2f}s] {words}"
+        elif kind == "audio" and stage == "tts":
+            line = f"[spoken {rec.get('wall_time', 0):6.2f}s] {rec.get('text', '')}"
+        else:
+            return
+        self.out.write(self.prefix + line + "\n")
+        self.out.flush()
 
 
 class _Forward:

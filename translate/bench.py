@@ -30,7 +30,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pairs", default=DEFAULT_PAIRS, help=f"comma-separated pairs (default {DEFAULT_PAIRS})")
     parser.add_argument("--backends", default="default",
                         help="comma-separated translators to compare, or 'default' (best per pair) or 'all'")
-    parser.add_argument("--policy", default="local-agreement", help="target commit policy (local-agreement, wait-k)")
+    parser.add_argument("--policy", default="default",
+                        help="target commit policy: default (best measured per backend), local-agreement, wait-k")
     parser.add_argument("--lines", type=int, default=100, help="first N devtest lines (default 100)")
     parser.add_argument("--start", type=int, default=0,
                         help="skip this many lines first (tune on e.g. --start 200, score on the default 0)")
@@ -39,7 +40,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a translator option, e.g. --set max_tentative_tokens=6 (repeatable)")
     parser.add_argument("--policy-set", action="append", default=[], metavar="KEY=VALUE",
-                        help="a policy option, e.g. --policy-set n=3 (local-agreement) or k=4 (wait-k)")
+                        help="a policy option, e.g. --policy-set n=3 or boundary_n=1 (local-agreement), k=4 (wait-k)")
     parser.add_argument("--stream-minutes", type=float, default=0.0,
                         help="instead: one long stream of this many minutes of text (150 words a minute) "
                         "through one translator state, reporting work and memory per quarter")

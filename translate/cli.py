@@ -28,7 +28,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="translator: gemma-270m, gguf, bergamot, or default (best measured for the pair)")
     parser.add_argument("--model", help="a GGUF file for --backend gguf (implies it)")
     parser.add_argument("--policy", default="default", help="target commit policy: local-agreement, wait-k, default")
-    parser.add_argument("--k", type=int, help="k for --policy wait-k (default 3)")
+    parser.add_argument("--k", type=int, help="k for --policy wait-k (default 3), or the wait-k floor of local-agreement")
     parser.add_argument("--wpm", type=float, default=0.0, help="feed plain text at this many words a minute (0: no wait)")
     parser.add_argument("--log", type=Path, help="write the mt updates as an event log (JSON lines)")
     parser.add_argument("--final-only", action="store_true", help="print only the finished translation")

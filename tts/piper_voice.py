@@ -52,8 +52,8 @@ def load_voice(model: str, threads: int):
 class PiperSynthesizer:
     # Piper synthesises a chunk whole before its first sample: shorter chunks start sooner, and a
     # short first piece of a burst hides the synthesis of the next one behind its playback; every
-    # longer piece is split into a 2-word lead and the rest for the same reason (`lead_words`).
-    chunk_defaults = {"max_words": 8, "first_words": 4, "lead_words": 2}
+    # longer piece is split into a 3-word lead and the rest for the same reason (`lead_words`).
+    chunk_defaults = {"max_words": 8, "first_words": 4, "lead_words": 3}
 
     def __init__(self, config: PiperConfig, voice) -> None:
         from piper.config import SynthesisConfig

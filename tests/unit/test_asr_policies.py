@@ -78,6 +78,33 @@ def test_stable_commit(name, script, expected):
     assert drive(StableCommit(margin_s=0.6, min_probability=0.6), script) == expected
 
 
+# agree_margin_s: agreement counts only if the word's earlier sighting ended >= 0.2 s before the
+# end of the audio then decoded. min_probability 0.95 > 0.9 turns first-sight commits off here.
+CONTEXT_CASES = [
+    ("agreement on a word first seen with right context commits",
+     [("a:0.5", 1.0), ("a:0.5 b:1.9", 2.0)], [("", "a"), ("a", "b")]),
+    ("agreement on a word first seen at the buffer edge waits",
+     [("a:0.95", 1.0), ("a:0.95 b:1.9", 2.0)], [("", "a"), ("", "a b")]),
+    ("it commits once a sighting had right context",
+     [("a:0.95", 1.0), ("a:0.95 b:1.9", 2.0), ("a:0.95 b:1.9 c:2.9", 3.0)],
+     [("", "a"), ("", "a b"), ("a", "b c")]),
+    ("an edge word blocks the words after it",
+     [("a:0.5 b:0.95", 1.0), ("a:0.5 b:0.95 c:1.5", 2.0)], [("", "a b"), ("a", "b c")]),
+]
+
+
+@pytest.mark.parametrize("name,script,expected", CONTEXT_CASES, ids=[c[0] for c in CONTEXT_CASES])
+def test_stable_commit_agreement_needs_context(name, script, expected):
+    policy = StableCommit(margin_s=0.6, min_probability=0.95, agree_margin_s=0.2)
+    assert drive(policy, script) == expected
+
+
+def test_without_agree_margin_an_edge_word_commits_on_agreement():
+    """The same script as above with agree_margin_s=0 (the default): plain agreement commits."""
+    got = drive(StableCommit(margin_s=0.6, min_probability=0.95), [("a:0.95", 1.0), ("a:0.95 b:1.9", 2.0)])
+    assert got == [("", "a"), ("a", "b")]
+
+
 @pytest.mark.parametrize("policy", [LocalAgreement(2), StableCommit()])
 def test_flush_commits_everything_and_forgets(policy):
     policy.update(words("a:0.5 b:0.9"), 1.0)
@@ -96,10 +123,11 @@ VOCAB = st.sampled_from(["a", "b", "c", "d"])
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.lists(VOCAB, max_size=6), min_size=1, max_size=8), st.sampled_from(["la2", "stable"]))
+@given(st.lists(st.lists(VOCAB, max_size=6), min_size=1, max_size=8), st.sampled_from(["la2", "stable", "context"]))
 def test_commits_are_a_prefix_of_the_hypothesis(hyps, kind):
     """Whatever the hypotheses, a policy commits a prefix and the tentative tail is the rest."""
-    policy = LocalAgreement(2) if kind == "la2" else StableCommit()
+    policy = {"la2": LocalAgreement(2), "stable": StableCommit(),
+              "context": StableCommit(agree_margin_s=0.3)}[kind]
     for i, h in enumerate(hyps):
         hyp = [Word(t, i + j * 0.1, i + j * 0.1 + 0.1, 0.9) for j, t in enumerate(h)]
         committed, tentative = policy.update(hyp, float(i) + 0.5)

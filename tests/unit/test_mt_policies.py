@@ -1,0 +1,152 @@
+"""Table-driven tests of the commit policies' options (clause boundary, wait-k floor) and of the
+edit-distance alignment of a re-translation to the committed words."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from speech.translate.hypothesis import Hypothesis
+from speech.translate.metrics import erasure
+from speech.translate.nmt import BergamotStream, continuation, continuation_edit
+from speech.translate.policy import LocalAgreement, LocalAgreementConfig, WaitK, WaitKConfig
+from speech.translate.segment import ends_clause
+from speech.translate.simulate import translate_stream
+from speech.translate.simultaneous import SimultaneousTranslation
+
+
+def hyp(text: str, stable: int | None = None) -> Hypothesis:
+    words = text.split()
+    return Hypothesis(words, len(words) if stable is None else stable)
+
+
+# (config, [(committed, hypothesis, stable, source words so far)], expected commit after each)
+POLICY_CASES = [
+    # LA-2: nothing before two hypotheses, then their common prefix.
+    (LocalAgreementConfig(), [(0, "A B", 2, "a"), (0, "A C", 2, "a b")], [0, 1]),
+    # LA-2 ignores a clause boundary unless boundary_n is set.
+    (LocalAgreementConfig(), [(0, "A B", 2, "a,")], [0]),
+    # boundary_n=1: at a source comma the stable hypothesis alone is enough ...
+    (LocalAgreementConfig(boundary_n=1), [(0, "A B", 2, "a,")], [2]),
+    # ... but not elsewhere.
+    (LocalAgreementConfig(boundary_n=1), [(0, "A B", 2, "a")], [0]),
+    # ... and never beyond the stable words.
+    (LocalAgreementConfig(boundary_n=1), [(0, "A B C", 1, "a b;")], [1]),
+    # Semicolon and colon (also before a closing quote) are boundaries.
+    (LocalAgreementConfig(boundary_n=1), [(0, "A", 1, 'x "a:"')], [1]),
+    # A wait-k floor commits source - k + 1 stable words without agreement.
+    (LocalAgreementConfig(k=2), [(0, "A B C", 3, "a"), (0, "X Y Z", 3, "a b c")], [0, 2]),
+    # The floor never lowers what agreement gives, and never exceeds the stable words.
+    (LocalAgreementConfig(k=2), [(0, "A B C D", 4, "a"), (0, "A B C D", 2, "a b c d e f")], [0, 2]),
+    # Committed words stay committed whatever a policy computes.
+    (LocalAgreementConfig(), [(3, "A B C D", 4, "a b"), (3, "A B C E", 4, "a b c")], [3, 3]),
+    (WaitKConfig(k=2), [(0, "A B C", 3, "a"), (0, "A B C", 3, "a b c")], [0, 2]),
+]
+
+
+@pytest.mark.parametrize("config,steps,expected", POLICY_CASES)
+def test_policy_table(config, steps, expected):
+    policy = LocalAgreement(config) if isinstance(config, LocalAgreementConfig) else WaitK(config)
+    got = []
+    for committed, text, stable, source in steps:
+        src = source.split()
+        got.append(policy.commit(committed, hyp(text, stable), len(src), source=src))
+    assert got == expected
+
+
+@pytest.mark.parametrize("word,boundary", [
+    ("word,", True), ("word;", True), ("word:", True), ('said,"', True), ("word", False),
+    ("end.", False), ("3,5", False),
+])
+def test_ends_clause(word, boundary):
+    assert ends_clause(word) is boundary
+
+
+# (committed, fresh translation, continuation by edit distance)
+ALIGN_CASES = [
+    ("", "The cat sleeps.", "The cat sleeps."),
+    ("The cat", "The cat sleeps.", "sleeps."),
+    # Case and punctuation do not matter for matching.
+    ("the cat,", "The cat sleeps.", "sleeps."),
+    # A reworded first word: the content it stood for follows rather than being dropped.
+    ("The", "Researchers who formed it.", "Researchers who formed it."),
+    ("At the beginning of", "Earlier this week, a police helicopter crashed.", "Earlier this week, a police helicopter crashed."),
+    # An inserted word inside the committed span: a tie, resolved to the earliest cut (a repeated
+    # word rather than a lost one).
+    ("The hospital followed the protocol", "The hospital followed the infection protocol for all.", "infection protocol for all."),
+    ("The hospital followed the protocol", "The hospital followed the protocol strictly.", "strictly."),
+    # A committed word the new translation dropped.
+    ("He said that the", "He said the minister resigned.", "minister resigned."),
+]
+
+
+@pytest.mark.parametrize("committed,out,expected", ALIGN_CASES)
+def test_continuation_edit_table(committed, out, expected):
+    assert continuation_edit(committed.split(), out.split()) == expected.split()
+
+
+def test_edit_alignment_keeps_content_the_anchor_alignment_drops():
+    committed, out = ["The"], "Researchers who formed it.".split()
+    assert "Researchers" not in continuation(committed, out)  # by position: dropped
+    assert continuation_edit(committed, out)[0] == "Researchers"
+
+
+class ScriptedEngine:
+    """Stands in for the Bergamot engine: a fixed translation per source prefix."""
+
+    def __init__(self, table: dict[str, str]) -> None:
+        self.table = table
+
+    def translate(self, text: str, source: str, target: str) -> str:
+        return self.table[text]
+
+
+def test_bergamot_boundary_mask_applies_only_after_a_clause_end():
+    engine = ScriptedEngine({"a b,": "A B,", "a b": "A B."})
+    stream = BergamotStream(engine, "pt", "en", mask=2, boundary_mask=0)
+    assert stream.hypothesis(["a", "b,"], [], complete=False).stable == 2
+    assert stream.hypothesis(["a", "b"], [], complete=False).stable == 0
+    assert stream.hypothesis(["a", "b"], [], complete=True).stable == 2
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(["a", "b", "c,", "d;", "e"]), min_size=1, max_size=30),
+       st.sampled_from([LocalAgreementConfig(boundary_n=1), LocalAgreementConfig(k=2),
+                        LocalAgreementConfig(n=1, boundary_n=1, k=3)]),
+       st.lists(st.sampled_from(["P", "Q Q", "R S T"]), min_size=1, max_size=3))
+def test_new_policy_options_never_retract_committed_words(words, config, flaps):
+    """Re-translation whose guesses flap, aligned by edit distance: commits only ever grow."""
+    calls = {"n": 0}
+
+    class Flapping:
+        def translate(self, text, source, target):
+            calls["n"] += 1
+            return text.upper() + " " + flaps[calls["n"] % len(flaps)]
+
+    stream = BergamotStream(Flapping(), "pt", "en", mask=1, boundary_mask=0)
+    tr = SimultaneousTranslation(stream, LocalAgreement(config), language="en")
+    run = translate_stream(tr, words)
+    for prev, cur in zip(run.trace.committed, run.trace.committed[1:]):
+        assert cur[: len(prev)] == prev
+    assert erasure(run.trace.committed) == 0
+    assert all(run.target[: len(c)] == c for c in run.trace.committed)
+
+
+def test_default_policy_gets_the_backends_measured_options(monkeypatch):
+    from speech.backends import default_registry
+    from speech.translate import backends
+    from speech.translate.stage import open_translation
+
+    monkeypatch.setitem(backends.DEFAULT_POLICY_OPTIONS, "bergamot", {"boundary_n": 1, "k": 5})
+    tr = open_translation(default_registry(), "en", "pt", "bergamot", "default")
+    assert tr.policy.config == LocalAgreementConfig(n=2, boundary_n=1, k=5)
+    # An explicit option overrides the measured default; a named policy gets only its own defaults.
+    tr = open_translation(default_registry(), "en", "pt", "bergamot", "default", policy_options={"k": 0})
+    assert tr.policy.config.k == 0 and tr.policy.config.boundary_n == 1
+    tr = open_translation(default_registry(), "en", "pt", "bergamot", "local-agreement")
+    assert tr.policy.config == LocalAgreementConfig()
