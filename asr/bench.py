@@ -40,6 +40,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="let the stage postpone decodes while it is behind real time (live behaviour); "
                              "off by default so computation-unaware figures do not depend on machine load")
     parser.add_argument("--threads", type=int, default=2, help="recogniser CPU threads (default 2)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="settings",
+                        help="a recogniser option for every configuration (repeatable), e.g. "
+                             "encoder_pad_s=1.0 or beam_size=2; the names are the fields of the "
+                             "recogniser's config (`speech backends` lists them)")
     parser.add_argument("--long", type=float, default=0, metavar="SECONDS",
                         help="instead: one stream of the clips concatenated to SECONDS (e.g. 300), "
                              "reporting update time and lag per minute (flat = buffer trimming works)")
@@ -77,7 +81,7 @@ def load_clips(manifests: list[str], language: str, limit: int) -> list[dict]:
 
 def run_config(model: str, policy: str, language: str, clips: list[dict], chunk_ms: int,
                update_s: float | None, vad: bool, threads: int, adaptive: bool = False,
-               progress: Any = None) -> dict:
+               settings: dict | None = None, progress: Any = None) -> dict:
     """One configuration over all clips (meant to run in a fresh process)."""
     import resource
 
@@ -90,7 +94,7 @@ def run_config(model: str, policy: str, language: str, clips: list[dict], chunk_
     from .vad import VadConfig
 
     registry = default_registry()
-    opts = {"cpu_threads": threads} if model.startswith("whisper") else {}
+    opts = ({"cpu_threads": threads} if model.startswith("whisper") else {}) | (settings or {})
     options = AsrOptions(update_s=update_s, vad=VadConfig() if vad else None,
                          max_behind_s=0.3 if adaptive else float("inf"))
     errors = ref_words = off_errors = 0
@@ -122,7 +126,7 @@ def run_config(model: str, policy: str, language: str, clips: list[dict], chunk_
         return None if x is None else round(x, nd)
 
     return {
-        "name": f"{model}/{policy}", "model": model, "policy": policy,
+        "name": f"{model}/{policy}", "model": model, "policy": policy, "settings": settings or {},
         "clips": len(clips), "audio_s": round(audio_s, 2), "words": ref_words,
         "wer": r(100.0 * errors / max(ref_words, 1), 2),
         "offline_wer": r(100.0 * off_errors / max(ref_words, 1), 2),
@@ -137,7 +141,7 @@ def run_config(model: str, policy: str, language: str, clips: list[dict], chunk_
 
 def run_long(model: str, policy: str, language: str, clips: list[dict], chunk_ms: int,
              update_s: float | None, vad: bool, threads: int, adaptive: bool = False,
-             seconds: float = 300.0, progress: Any = None) -> dict:
+             settings: dict | None = None, seconds: float = 300.0, progress: Any = None) -> dict:
     """One long stream: the clips back to back until `seconds`; figures per minute of source."""
     import numpy as np
 
@@ -151,7 +155,7 @@ def run_long(model: str, policy: str, language: str, clips: list[dict], chunk_ms
     from .vad import VadConfig
 
     registry = default_registry()
-    opts = {"cpu_threads": threads} if model.startswith("whisper") else {}
+    opts = ({"cpu_threads": threads} if model.startswith("whisper") else {}) | (settings or {})
     pieces, reference, refs, spans = [], [], [], []
     t = 0.0
     cache: dict[str, tuple] = {}
@@ -201,7 +205,7 @@ def run_long(model: str, policy: str, language: str, clips: list[dict], chunk_ms
 
 def _child(queue: Any, progress: Any, args: tuple) -> None:
     try:
-        if len(args) == 10:
+        if len(args) == 11:
             queue.put(("ok", run_long(*args, progress=progress)))
         else:
             queue.put(("ok", run_config(*args, progress=progress)))
@@ -233,6 +237,22 @@ def run_isolated(args: tuple, on_clip: Any) -> dict:
     return payload
 
 
+def parse_settings(items: list[str]) -> dict:
+    """`--set key=value` pairs; values as JSON where they parse (numbers, null, true), else text."""
+    from speech.errors import UserError
+
+    settings: dict = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"--set {item!r}: expected KEY=VALUE, e.g. --set encoder_pad_s=1.0")
+        try:
+            settings[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            settings[key.strip()] = value
+    return settings
+
+
 def run(args: argparse.Namespace) -> int:
     from speech.backends import default_registry
     from speech.errors import UserError
@@ -241,8 +261,13 @@ def run(args: argparse.Namespace) -> int:
     registry = default_registry()
     models = args.model or ["whisper-tiny.en", "whisper-base"]
     policies = args.policy or ["local-agreement-2", "stable"]
+    settings = parse_settings(args.settings)
     for m in models:
         registry.spec("recognizer", m)
+        try:
+            registry.config("recognizer", m, **settings)
+        except TypeError as e:
+            raise UserError(f"--set: {e}") from None
         if m in ENGLISH_ONLY and args.language != "en":
             raise UserError(f"{m} is English-only; use --language en")
     for p in policies:
@@ -256,7 +281,7 @@ def run(args: argparse.Namespace) -> int:
         for m in models:
             for p in policies:
                 job: tuple = (m, p, args.language, clips, args.chunk_ms, update_s, not args.no_vad, args.threads,
-                              args.adaptive)
+                              args.adaptive, settings)
                 if args.long:
                     job += (args.long,)
                 configs.append(run_isolated(job, lambda n, m=m, p=p: bar.update(n, f"{m}/{p}")))

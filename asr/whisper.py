@@ -30,7 +30,10 @@ class WhisperConfig:
     cpu_threads: int = 2
     compute_type: str = "int8"
     beam_size: int = 1
-    chunk_length: int = 30  # encoder window in seconds; shorter is cheaper (the buffer must fit)
+    chunk_length: int = 30  # longest buffer one decode takes, in seconds
+    # Encoder window: None = always 30 s (as Whisper was trained); a number = the buffer plus this
+    # much padding (asr/window.py), several times cheaper per decode.
+    encoder_pad_s: float | None = None
     trim_s: float = 12.0  # trim the buffer once it holds more than this much audio
     prompt_words: int = 40
     max_new_tokens: int = 96
@@ -40,11 +43,17 @@ class WhisperConfig:
 def load_model(registry: Any, config: WhisperConfig) -> Any:
     from speech.models import whisper as whisper_models
 
-    key = ("whisper", config.model, config.cpu_threads, config.compute_type)
-    return registry.shared(
-        key,
-        lambda: whisper_models.load(config.model, config.cpu_threads, config.compute_type, config.allow_download),
-    )
+    key = ("whisper", config.model, config.cpu_threads, config.compute_type, config.encoder_pad_s)
+    if config.encoder_pad_s is None:
+        return registry.shared(
+            key,
+            lambda: whisper_models.load(config.model, config.cpu_threads, config.compute_type, config.allow_download),
+        )
+    from .window import WindowedWhisperModel
+
+    return registry.shared(key, lambda: whisper_models.load(
+        config.model, config.cpu_threads, config.compute_type, config.allow_download,
+        model_class=WindowedWhisperModel, pad_s=config.encoder_pad_s))
 
 
 def transcribe_words(model: Any, audio: np.ndarray, config: WhisperConfig, prompt: str = "", offset: float = 0.0) -> tuple[list[Word], str]:
@@ -68,7 +77,22 @@ def transcribe_words(model: Any, audio: np.ndarray, config: WhisperConfig, promp
             text = w.word.strip()
             if text:
                 words.append(Word(text, offset + float(w.start), offset + float(w.end), float(w.probability)))
-    return words, info.language
+    return cut_repetition(words), info.language
+
+
+def cut_repetition(words: list[Word], longest: int = 16) -> list[Word]:
+    """Greedy decoding can loop ("however, however, however", or a whole sentence again, which a
+    short encoder window makes likelier). Keep the first occurrence and drop the rest of the
+    hypothesis, so the commit policy never sees the loop: a word or word pair said three times
+    in a row, or a run of 3 to `longest` words said twice in a row (read speech does not)."""
+    keys = [word_key(w.text) for w in words]
+    for i in range(len(keys)):
+        for n in range(1, min(longest, (len(keys) - i) // 2) + 1):
+            repeats = 3 if n <= 2 else 2
+            gram = keys[i : i + n]
+            if all(keys[i + k * n : i + (k + 1) * n] == gram for k in range(1, repeats)):
+                return words[: i + n]
+    return words
 
 
 class WhisperRecognizer:
@@ -132,7 +156,9 @@ class WhisperRecognizer:
         self.language = language
         self._decoded_end = self.buffer_end
         end = self.buffer_end
-        words = [Word(w.text, min(w.start or 0.0, end), min(w.end or end, end), w.probability) for w in words]
+        # A word that starts after the audio ends was not heard (a decoding loop into the padding).
+        words = [Word(w.text, w.start or 0.0, min(w.end or end, end), w.probability)
+                 for w in words if (w.start or 0.0) < end - 0.02]
         self._hypothesis = self._strip_committed(words)
         return list(self._hypothesis)
 

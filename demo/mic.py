@@ -185,7 +185,7 @@ async def _main(args: argparse.Namespace) -> int:
     from ..backends import default_registry
     from ..clock import WallClock
     from ..pipeline import PipelineConfig
-    from ..server.connection import ObservedEventLog
+    from ..events import EventLog
     from ..server.pipelines import RealPipeline, load_factory
     from ..server.protocol import Hello
     from ..types import AudioChunk, EncodedPacket
@@ -202,7 +202,7 @@ async def _main(args: argparse.Namespace) -> int:
         if rec.get("kind") == "update" and rec.get("stage") in ("asr", "mt"):
             loop.call_soon_threadsafe(display.update, rec["stage"], rec)
 
-    log = ObservedEventLog(on_record, args.log)
+    log = EventLog(args.log, keep=False, on_record=on_record)
     dropped = [0.0]
     if args.input_file is not None:
         file_source = FileSource(str(args.input_file), clock=clock)

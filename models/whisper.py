@@ -92,15 +92,19 @@ def resolve(ref: str, allow_download: bool = False) -> WhisperSource:
     )
 
 
-def load(ref: str, cpu_threads: int = 2, compute_type: str = "int8", allow_download: bool = False) -> Any:
-    """A faster_whisper.WhisperModel on the CPU (imports faster_whisper here, not at import time)."""
-    from faster_whisper import WhisperModel
+def load(ref: str, cpu_threads: int = 2, compute_type: str = "int8", allow_download: bool = False,
+         model_class: Any = None, **class_options: Any) -> Any:
+    """A faster_whisper.WhisperModel (or `model_class`, a subclass) on the CPU; imports
+    faster_whisper here, not at import time."""
+    if model_class is None:
+        from faster_whisper import WhisperModel as model_class
 
     src = resolve(ref, allow_download)
-    return WhisperModel(
+    return model_class(
         src.path_or_id,
         device="cpu",
         compute_type=compute_type,
         cpu_threads=cpu_threads,
         local_files_only=not allow_download,
+        **class_options,
     )

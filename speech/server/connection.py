@@ -35,19 +35,6 @@ MAX_BACKLOG_S = 30.0  # input audio the pipeline may fall behind before the sess
 MAX_PENDING_OUT_BYTES = 32 * 1024 * 1024  # output a slow client may leave unread
 
 
-class ObservedEventLog(EventLog):
-    """An EventLog that also hands every record to a callback (from any thread)."""
-
-    def __init__(self, on_record: Any, path: Any = None) -> None:
-        super().__init__(path, keep=False)
-        self._on_record = on_record
-
-    def write(self, kind: str, **fields: Any) -> dict:
-        rec = super().write(kind, **fields)
-        self._on_record(rec)
-        return rec
-
-
 class Connection:
     def __init__(self, server: "SpeechServer", ws: "ServerConnection", number: int) -> None:
         self.server = server
@@ -119,7 +106,7 @@ class Connection:
     async def _run(self, hello: P.Hello) -> None:
         metrics = self.server.metrics
         self.input = InputAudio(hello.codec, hello.sample_rate)
-        log = ObservedEventLog(self._on_record_any_thread, self.server.log_path(self.number))
+        log = EventLog(self.server.log_path(self.number), keep=False, on_record=self._on_record_any_thread)
         try:
             session = await asyncio.to_thread(
                 self.server.pipeline, hello, self._source, self._sink, self.clock, log

@@ -72,3 +72,19 @@ def test_pocketsphinx_streams(registry, clips):
     errors, n = word_errors(ref, result.text)
     assert errors / n < 0.7, result.text
     assert result.words and result.words[0].text == "he"
+
+
+def test_windowed_encoder_sees_the_buffer_plus_padding_not_30_s(registry, clips):
+    from faster_whisper.audio import pad_or_trim
+
+    from speech.asr.whisper import WhisperConfig, load_model
+    from speech.asr.window import window_frames
+
+    (samples, rate, _), _ = clips[0]
+    model = load_model(registry, WhisperConfig(model="tiny.en", language="en", encoder_pad_s=0.5))
+    full = load_model(registry, WhisperConfig(model="tiny.en", language="en", encoder_pad_s=None))
+    padded = pad_or_trim(model.feature_extractor(samples[: 3 * rate]))
+    frames = window_frames(padded, 50, 200)
+    assert 340 <= frames <= 360  # 3 s of audio + 0.5 s
+    assert np.array(model.encode(padded)).shape[1] == frames // 2
+    assert np.array(full.encode(padded)).shape[1] == 1500  # the standard model: always 30 s

@@ -75,7 +75,7 @@ STABLE_CASES = [
 
 @pytest.mark.parametrize("name,script,expected", STABLE_CASES, ids=[c[0] for c in STABLE_CASES])
 def test_stable_commit(name, script, expected):
-    assert drive(StableCommit(margin_s=0.6, min_probability=0.6), script) == expected
+    assert drive(StableCommit(margin_s=0.6, min_probability=0.6, agree_margin_s=0.0), script) == expected
 
 
 # agree_margin_s: agreement counts only if the word's earlier sighting ended >= 0.2 s before the
@@ -100,8 +100,9 @@ def test_stable_commit_agreement_needs_context(name, script, expected):
 
 
 def test_without_agree_margin_an_edge_word_commits_on_agreement():
-    """The same script as above with agree_margin_s=0 (the default): plain agreement commits."""
-    got = drive(StableCommit(margin_s=0.6, min_probability=0.95), [("a:0.95", 1.0), ("a:0.95 b:1.9", 2.0)])
+    """The same script as above with agree_margin_s=0: plain agreement commits."""
+    got = drive(StableCommit(margin_s=0.6, min_probability=0.95, agree_margin_s=0.0),
+                [("a:0.95", 1.0), ("a:0.95 b:1.9", 2.0)])
     assert got == [("", "a"), ("a", "b")]
 
 
@@ -126,7 +127,7 @@ VOCAB = st.sampled_from(["a", "b", "c", "d"])
 @given(st.lists(st.lists(VOCAB, max_size=6), min_size=1, max_size=8), st.sampled_from(["la2", "stable", "context"]))
 def test_commits_are_a_prefix_of_the_hypothesis(hyps, kind):
     """Whatever the hypotheses, a policy commits a prefix and the tentative tail is the rest."""
-    policy = {"la2": LocalAgreement(2), "stable": StableCommit(),
+    policy = {"la2": LocalAgreement(2), "stable": StableCommit(agree_margin_s=0.0),
               "context": StableCommit(agree_margin_s=0.3)}[kind]
     for i, h in enumerate(hyps):
         hyp = [Word(t, i + j * 0.1, i + j * 0.1 + 0.1, 0.9) for j, t in enumerate(h)]

@@ -88,3 +88,21 @@ def test_close_segment_returns_the_tail_and_empties_the_buffer():
     assert rec.prompt() == "w0 w1"
     assert [w.text for w in rec.hypothesis()] == ["w10", "w11"]
     assert rec.hypothesis()[0].start == 5.0  # times on the source timeline
+
+
+class LoopingModel(FakeModel):
+    """Hears the script, then loops into the padding: words timed after the audio's end."""
+
+    def transcribe(self, audio, **kw):
+        segments, info = super().transcribe(audio, **kw)
+        words = list(segments)[0].words
+        end = len(audio) / RATE
+        loop = [SimpleNamespace(word=" again", start=end + 0.1 * i, end=end + 0.1 * i + 0.1, probability=0.9)
+                for i in range(3)]
+        return iter([SimpleNamespace(words=words + loop)]), info
+
+
+def test_words_timed_after_the_audio_are_not_in_the_hypothesis():
+    rec = WhisperRecognizer(LoopingModel([("hello", 0.0, 0.5), ("world", 0.6, 1.0)]), WhisperConfig())
+    feed(rec, 0.0, 1.2)
+    assert [w.text for w in rec.hypothesis()] == ["hello", "world"]
