@@ -15,7 +15,10 @@ class CodecConfig:
     sample_rate: int = 24000
     bitrate: int = 24000  # bits per second (Opus; PCM16 is always 16 bits a sample)
     frame_ms: float = 20.0
-    application: str = "voip"  # Opus: "voip" (speech), "audio", "lowdelay"
+    # Opus: "lowdelay" (CELT only, 2.5 ms look-ahead), "voip" (SILK/hybrid for speech), "audio".
+    # CELT keeps eSpeak's buzzy harmonics: at 24 kbit/s its Whisper features stay about twice as
+    # close to PCM16's as voip's, for eSpeak and Piper alike (docs/synthesis.md).
+    application: str = "lowdelay"
     complexity: int = 5  # Opus encoder complexity 0-10 (CPU against quality)
 
 

@@ -23,6 +23,7 @@ import numpy as np
 
 DEFAULT_MANIFEST = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "speech" / "fleurs" / "manifest.jsonl"
 DEFAULT_PAIRS = ("en-es", "en-pt", "pt-en")
+FLORES = {"en": "eng", "de": "deu", "fr": "fra", "es": "spa", "pt": "por"}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -34,6 +35,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--text-only", action="store_true",
                         help="TTS alone: commit the reference translation word by word (no ASR, no MT)")
     parser.add_argument("--words-per-s", type=float, default=2.5, help="--text-only commit pace (default 2.5)")
+    parser.add_argument("--more-texts", type=int, default=0,
+                        help="--text-only: also speak this many FLORES-101 devtest lines of the target language "
+                             "(lines the manifest does not use, from --more-from on): more words, less judge noise")
+    parser.add_argument("--more-from", type=int, default=60,
+                        help="first of those lines (default 60: the first 60 were used to tune the voices and codecs)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
 
 
@@ -49,6 +55,7 @@ class PairResult:
     end_offsets: list[float] = field(default_factory=list)
     stage_rtf_max: dict[str, float] = field(default_factory=dict)
     errors: dict[str, list[int]] = field(default_factory=lambda: {"pcm16": [0, 0], "opus": [0, 0]})
+    per_clip: dict[str, list[tuple[int, int]]] = field(default_factory=lambda: {"pcm16": [], "opus": []})
     joins: list = field(default_factory=list)
     wall_s: float = 0.0
     failures: list[str] = field(default_factory=list)
@@ -60,6 +67,13 @@ class PairResult:
         def wer(codec: str) -> float | None:
             e, n = self.errors[codec]
             return round(e / n, 4) if n else None
+
+        def halves(codec: str) -> list[float | None]:
+            """WER of the first and second half of the clips: the spread the judge's noise leaves."""
+            clips = self.per_clip[codec]
+            h = len(clips) // 2
+            return [round(sum(e for e, _ in p) / n, 4) if (n := sum(w for _, w in p)) else None
+                    for p in (clips[:h], clips[h:])]
 
         joins = JoinSummary.of(self.joins)
         rtf_ok = bool(self.stage_rtf_max) and all(v < 1.0 for v in self.stage_rtf_max.values())
@@ -80,6 +94,9 @@ class PairResult:
             "stage_rtf_max": {k: round(v, 3) for k, v in self.stage_rtf_max.items()},
             "roundtrip_wer": wer("pcm16"),
             "roundtrip_wer_opus24k": wer("opus"),
+            "roundtrip_wer_halves": halves("pcm16"),
+            "roundtrip_wer_opus24k_halves": halves("opus"),
+            "roundtrip_words": self.errors["pcm16"][1],
             "join_max_gap_ms": round(joins.max_gap_ms, 1),
             "join_gaps_over_50ms": joins.gaps_over_50ms,
             "join_mean_abs_level_jump_db": round(joins.mean_abs_level_jump_db, 2),
@@ -88,6 +105,22 @@ class PairResult:
             "wall_s": round(self.wall_s, 1),
             "failures": self.failures,
         }
+
+
+def more_texts(manifest: Path, target: str, count: int, first: int) -> list[dict]:
+    """`count` FLORES-101 devtest lines in `target` that the manifest's clips do not read, as
+    text-only clips (`ref_<target>`), from the `first` such line on."""
+    from speech.errors import UserError
+
+    if count <= 0:
+        return []
+    path = manifest.parent.parent.parent / "text" / "flores101" / f"{FLORES.get(target, target)}.devtest"
+    if not path.is_file():
+        raise UserError(f"{path}: no FLORES-101 text for {target!r} (--more-texts)")
+    rows = [json.loads(line) for line in manifest.read_text(encoding="utf-8").splitlines() if line.strip()]
+    used = {r.get("flores101_devtest_line") for r in rows}
+    lines = [(i, t) for i, t in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if i not in used and t.strip()]
+    return [{"file": f"flores101:{i}", f"ref_{target}": t} for i, t in lines[first:first + count]]
 
 
 def _clips(manifest: Path, source: str, limit: int) -> list[dict]:
@@ -185,6 +218,7 @@ def run_pair(registry, pair: str, clips: list[dict], args) -> PairResult:
                     errors, _ = roundtrip(registry, coded, coded_rate, spoken, target)
                     result.errors[codec][0] += errors.errors
                     result.errors[codec][1] += errors.words
+                    result.per_clip[codec].append((errors.errors, errors.words))
             bar.update(1, status=f"ttfa {np.median(result.ttfa_ms) if result.ttfa_ms else 0:.0f} ms")
     return result
 
@@ -243,6 +277,10 @@ def run(args: argparse.Namespace) -> int:
         clips = _clips(Path(args.manifest), pair.split("-")[0], args.limit)
         if not clips:
             raise UserError(f"{args.manifest}: no clips in language {pair.split('-')[0]!r}")
+        if args.more_texts:
+            if not args.text_only:
+                raise UserError("--more-texts needs --text-only (FLORES lines have no recordings)")
+            clips += more_texts(Path(args.manifest), pair.split("-")[1], args.more_texts, args.more_from)
         results.append(run_pair(registry, pair, clips, args).summary())
     if args.json:
         print(json.dumps(results if len(results) > 1 else results[0], indent=2))

@@ -60,7 +60,7 @@ def test_opus_round_trip_keeps_the_spectrum_at_24_kbit(registry, rate):
     assert all(p.samples == rate // 50 for p in packets)
     kbit = sum(len(p.data) for p in packets) * 8 / (len(packets) * 0.02) / 1000
     assert 15 < kbit < 32
-    assert spectral_distance_db(x, y[: len(x)], rate) < 1.5  # measured 0.14-0.21 dB
+    assert spectral_distance_db(x, y[: len(x)], rate) < 1.5  # measured 0.07-0.09 dB (lowdelay), 0.14-0.21 (voip)
     # the measure can fail: the same tone at half the level, or noise of the same power
     assert spectral_distance_db(x, x * 0.5, rate) > 2.5
     noise = np.random.default_rng(0).normal(0, float(np.std(x)), len(x)).astype(np.float32)
