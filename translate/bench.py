@@ -44,6 +44,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stream-minutes", type=float, default=0.0,
                         help="instead: one long stream of this many minutes of text (150 words a minute) "
                         "through one translator state, reporting work and memory per quarter")
+    parser.add_argument("--offline-only", action="store_true",
+                        help="only the whole-line (offline) translation: a quick check of a backend's quality")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
 
 
@@ -94,7 +96,7 @@ def _value(text: str) -> object:
 
 def bench_pair(registry, source: str, target: str, backend: str, policy: str, lines: int, shots: int,
                data: Path, progress: Progress | None = None, options: dict | None = None,
-               policy_options: dict | None = None, start: int = 0) -> dict:  # noqa: ANN001
+               policy_options: dict | None = None, start: int = 0, simultaneous: bool = True) -> dict:  # noqa: ANN001
     import sacrebleu
 
     from .stage import open_translation
@@ -106,10 +108,18 @@ def bench_pair(registry, source: str, target: str, backend: str, policy: str, li
                                    policy_options=policy_options, examples=examples)
     offline_stream = registry.create("translator", backend, **(options or {})).open(source, target, examples)
     hyps, offline, als, laals, tokens, ms, sources, cpu = [], [], [], [], [], [], [], []
+    generated: list[int] = []
     erased = committed_erased = final_tokens = 0
     try:
         for i in range(start, min(start + lines, len(src), EXAMPLE_LINES.start)):
             words = src[i].split()
+            if not simultaneous:
+                offline_stream.reset()
+                offline.append(" ".join(offline_stream.hypothesis(words, [], complete=True).words))
+                sources.append(src[i])
+                if progress:
+                    progress.update(1, f"{source}-{target} {backend} offline")
+                continue
             translation.reset()
             run = translate_stream(translation, words)
             hyps.append(" ".join(run.target))
@@ -123,6 +133,7 @@ def bench_pair(registry, source: str, target: str, backend: str, policy: str, li
             tokens += run.tokens_per_update
             ms += run.update_ms
             cpu += run.update_cpu_ms
+            generated += run.generated
             offline_stream.reset()
             offline.append(" ".join(offline_stream.hypothesis(words, [], complete=True).words))
             if progress:
@@ -130,6 +141,15 @@ def bench_pair(registry, source: str, target: str, backend: str, policy: str, li
     finally:
         translation.stream.close()
         offline_stream.close()
+    if not simultaneous:
+        refs = [ref[start : start + len(offline)]]
+        return {
+            "lines": len(offline),
+            "start": start,
+            "offline_chrf": round(sacrebleu.corpus_chrf(offline, refs).score, 2),
+            "offline_bleu": round(sacrebleu.corpus_bleu(offline, refs).score, 2),
+            "offline_copy_rate": round(sum(looks_copied(s, h) for s, h in zip(sources, offline)) / max(len(offline), 1), 3),
+        }
     refs = [ref[start : start + len(hyps)]]
     return {
         "lines": len(hyps),
@@ -147,6 +167,9 @@ def bench_pair(registry, source: str, target: str, backend: str, policy: str, li
         "update_ms_p50": round(p50(ms), 2),
         "update_ms_p90": round(statistics.quantiles(ms, n=10)[-1], 2) if len(ms) >= 10 else round(max(ms, default=0.0), 2),
         "update_cpu_ms_p50": round(p50(cpu), 2),
+        "update_cpu_ms_mean": round(statistics.mean(cpu), 2) if cpu else 0.0,
+        "updates": len(tokens),
+        "generated_per_update_mean": round(statistics.mean(generated), 2) if generated else 0.0,
         "loops": translation.loops,
         "copy_rate": round(sum(looks_copied(s, h) for s, h in zip(sources, hyps)) / max(len(hyps), 1), 3),
     }
@@ -205,7 +228,7 @@ def run(args: argparse.Namespace) -> int:
         for s, t, b in plan:
             results.setdefault(f"{s}-{t}", {})[b] = bench_pair(
                 registry, s, t, b, args.policy, args.lines, args.shots, args.data, progress, options,
-                parse_options(args.policy_set), args.start,
+                parse_options(args.policy_set), args.start, not args.offline_only,
             )
     if args.json:
         print(json.dumps(results, indent=2))
@@ -220,4 +243,4 @@ def print_table(results: dict[str, dict[str, dict]], out) -> None:  # noqa: ANN0
     out.write(f"{'pair':6} {'backend':12} " + " ".join(f"{c:>10.10}" for c in cols) + "\n")
     for pair, by_backend in results.items():
         for backend, r in by_backend.items():
-            out.write(f"{pair:6} {backend:12} " + " ".join(f"{r[c]:>10}" for c in cols) + "\n")
+            out.write(f"{pair:6} {backend:12} " + " ".join(f"{r.get(c, '-'):>10}" for c in cols) + "\n")

@@ -34,6 +34,10 @@ class LocalAgreementConfig:
     # A wait-k floor: when > 0, at least `source words - k + 1` words of the stable hypothesis are
     # committed even without agreement, so a model that keeps changing its mind still keeps pace.
     k: int = 0
+    # Target words the floor allows per source word past k: the target language runs longer
+    # than the source (Spanish ~1.2 words per English word), so a floor of one word per source
+    # word falls further behind along the sentence. 1.0: one for one.
+    ratio: float = 1.0
 
 
 @dataclass
@@ -50,7 +54,9 @@ class LocalAgreement:
         n = self.config.n
         if self.config.boundary_n and source and ends_clause(source[-1]):
             n = min(n, self.config.boundary_n)
-        floor = min(len(current), source_words - self.config.k + 1) if self.config.k else 0
+        floor = 0
+        if self.config.k and source_words >= self.config.k:
+            floor = min(len(current), int(self.config.ratio * (source_words - self.config.k + 1)))
         if len(self._history) < n:
             return max(committed, floor)
         recent = self._history[-n:]
@@ -87,6 +93,8 @@ def local_agreement(config: LocalAgreementConfig, registry) -> LocalAgreement:  
         raise ValueError("local-agreement needs n >= 1")
     if config.boundary_n < 0 or config.k < 0:
         raise ValueError("local-agreement needs boundary_n >= 0 and k >= 0")
+    if config.ratio <= 0:
+        raise ValueError("local-agreement needs ratio > 0")
     return LocalAgreement(config)
 
 

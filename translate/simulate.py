@@ -18,6 +18,7 @@ class Run:
     update_ms: list[float] = field(default_factory=list)
     cache_tokens: list[int] = field(default_factory=list)
     update_cpu_ms: list[float] = field(default_factory=list)
+    generated: list[int] = field(default_factory=list)  # output tokens per update
 
 
 def translate_stream(translation: SimultaneousTranslation, words: list[str]) -> Run:
@@ -35,6 +36,7 @@ def translate_stream(translation: SimultaneousTranslation, words: list[str]) -> 
                 run.update_ms.append(e.stats.ms)
                 run.cache_tokens.append(e.stats.cache_tokens)
                 run.update_cpu_ms.append(e.stats.cpu_ms)
+                run.generated.append(e.stats.generated)
 
     for i, word in enumerate(words, 1):
         absorb(translation.step(TextUpdate(committed=(Word(word),), source_time=float(i))), i)

@@ -16,7 +16,7 @@ from speech.translate.bench import EXAMPLE_LINES, pick_examples, read_lines
 
 pytestmark = pytest.mark.slow
 KEYS = {"chrf", "offline_chrf", "bleu", "al_words", "laal_words", "erasure", "committed_erasure",
-        "tokens_per_update_p50", "update_ms_p50"}
+        "tokens_per_update_p50", "update_ms_p50", "update_cpu_ms_mean", "updates", "generated_per_update_mean"}
 
 
 def test_few_shot_examples_come_from_lines_900_to_1011():
@@ -43,3 +43,17 @@ def test_bench_json_has_the_promised_keys():
     assert KEYS <= set(result)
     assert result["committed_erasure"] == 0
     assert result["chrf"] > 40 and result["offline_chrf"] > 40
+
+
+def test_bench_offline_only_skips_the_stream():
+    if not FLORES.exists():
+        pytest.skip("../shared/data is not beside the repository")
+    speech = Path(sys.executable).with_name("speech")
+    out = subprocess.run(
+        [str(speech), "bench", "mt", "--pairs", "pt-en", "--backends", "bergamot", "--lines", "3", "--offline-only", "--json"],
+        capture_output=True, text=True, env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}, timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)["pt-en"]["bergamot"]
+    assert result["lines"] == 3 and result["offline_chrf"] > 40
+    assert "chrf" not in result and "laal_words" not in result

@@ -43,6 +43,13 @@ POLICY_CASES = [
     (LocalAgreementConfig(k=2), [(0, "A B C", 3, "a"), (0, "X Y Z", 3, "a b c")], [0, 2]),
     # The floor never lowers what agreement gives, and never exceeds the stable words.
     (LocalAgreementConfig(k=2), [(0, "A B C D", 4, "a"), (0, "A B C D", 2, "a b c d e f")], [0, 2]),
+    # ratio: the floor allows ratio target words per source word past k (2 * 1.5 = 3 here) ...
+    (LocalAgreementConfig(k=2, ratio=1.5), [(0, "A B C D E F", 6, "a b c")], [3]),
+    (LocalAgreementConfig(k=2), [(0, "A B C D E F", 6, "a b c")], [2]),
+    # ... rounded down, still never past the stable words ...
+    (LocalAgreementConfig(k=2, ratio=1.2), [(0, "A B C D", 4, "a b c"), (0, "A B C D", 3, "a b c d e f")], [2, 3]),
+    # ... and no floor before k source words (ratio never turns a negative allowance positive).
+    (LocalAgreementConfig(k=3, ratio=2.0), [(0, "A B", 2, "a")], [0]),
     # Committed words stay committed whatever a policy computes.
     (LocalAgreementConfig(), [(3, "A B C D", 4, "a b"), (3, "A B C E", 4, "a b c")], [3, 3]),
     (WaitKConfig(k=2), [(0, "A B C", 3, "a"), (0, "A B C", 3, "a b c")], [0, 2]),
@@ -117,7 +124,8 @@ def test_bergamot_boundary_mask_applies_only_after_a_clause_end():
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.sampled_from(["a", "b", "c,", "d;", "e"]), min_size=1, max_size=30),
        st.sampled_from([LocalAgreementConfig(boundary_n=1), LocalAgreementConfig(k=2),
-                        LocalAgreementConfig(n=1, boundary_n=1, k=3)]),
+                        LocalAgreementConfig(n=1, boundary_n=1, k=3),
+                        LocalAgreementConfig(boundary_n=1, k=2, ratio=1.3)]),
        st.lists(st.sampled_from(["P", "Q Q", "R S T"]), min_size=1, max_size=3))
 def test_new_policy_options_never_retract_committed_words(words, config, flaps):
     """Re-translation whose guesses flap, aligned by edit distance: commits only ever grow."""
@@ -150,3 +158,11 @@ def test_default_policy_gets_the_backends_measured_options(monkeypatch):
     assert tr.policy.config.k == 0 and tr.policy.config.boundary_n == 1
     tr = open_translation(default_registry(), "en", "pt", "bergamot", "local-agreement")
     assert tr.policy.config == LocalAgreementConfig()
+
+
+@pytest.mark.parametrize("options", [{"ratio": 0.0}, {"ratio": -1.0}, {"k": -1}, {"n": 0}])
+def test_local_agreement_rejects_bad_options(options):
+    from speech.backends import default_registry
+
+    with pytest.raises(ValueError):
+        default_registry().create("mt-policy", "local-agreement", **options)
