@@ -203,20 +203,20 @@ def run_long(model: str, policy: str, language: str, clips: list[dict], chunk_ms
             "rtf": round(result.compute_s / t, 3)}
 
 
-def _child(queue: Any, progress: Any, args: tuple) -> None:
+def _child(queue: Any, progress: Any, args: tuple, long_s: float) -> None:
     try:
-        if len(args) == 11:
-            queue.put(("ok", run_long(*args, progress=progress)))
+        if long_s:
+            queue.put(("ok", run_long(*args, seconds=long_s, progress=progress)))
         else:
             queue.put(("ok", run_config(*args, progress=progress)))
     except BaseException as e:  # noqa: BLE001 - report the failure to the parent
         queue.put(("error", f"{type(e).__name__}: {e}"))
 
 
-def run_isolated(args: tuple, on_clip: Any) -> dict:
+def run_isolated(args: tuple, on_clip: Any, long_s: float = 0.0) -> dict:
     ctx = mp.get_context("spawn")
     queue, progress = ctx.Queue(), ctx.Queue()
-    proc = ctx.Process(target=_child, args=(queue, progress, args))
+    proc = ctx.Process(target=_child, args=(queue, progress, args, long_s))
     proc.start()
     import queue as queue_mod
 
@@ -282,9 +282,7 @@ def run(args: argparse.Namespace) -> int:
             for p in policies:
                 job: tuple = (m, p, args.language, clips, args.chunk_ms, update_s, not args.no_vad, args.threads,
                               args.adaptive, settings)
-                if args.long:
-                    job += (args.long,)
-                configs.append(run_isolated(job, lambda n, m=m, p=p: bar.update(n, f"{m}/{p}")))
+                configs.append(run_isolated(job, lambda n, m=m, p=p: bar.update(n, f"{m}/{p}"), args.long))
     if args.json:
         print(json.dumps({"configs": configs}))
         return 0

@@ -44,16 +44,13 @@ def load_model(registry: Any, config: WhisperConfig) -> Any:
     from speech.models import whisper as whisper_models
 
     key = ("whisper", config.model, config.cpu_threads, config.compute_type, config.encoder_pad_s)
-    if config.encoder_pad_s is None:
-        return registry.shared(
-            key,
-            lambda: whisper_models.load(config.model, config.cpu_threads, config.compute_type, config.allow_download),
-        )
-    from .window import WindowedWhisperModel
+    windowed: dict[str, Any] = {}
+    if config.encoder_pad_s is not None:
+        from .window import WindowedWhisperModel
 
+        windowed = {"model_class": WindowedWhisperModel, "pad_s": config.encoder_pad_s}
     return registry.shared(key, lambda: whisper_models.load(
-        config.model, config.cpu_threads, config.compute_type, config.allow_download,
-        model_class=WindowedWhisperModel, pad_s=config.encoder_pad_s))
+        config.model, config.cpu_threads, config.compute_type, config.allow_download, **windowed))
 
 
 def transcribe_words(model: Any, audio: np.ndarray, config: WhisperConfig, prompt: str = "", offset: float = 0.0) -> tuple[list[Word], str]:
