@@ -11,6 +11,10 @@ want_test=0
 need_apt=()
 dpkg -s libopus0 >/dev/null 2>&1 || need_apt+=(libopus0)
 dpkg -s libportaudio2 >/dev/null 2>&1 || need_apt+=(libportaudio2)
+# Apertium: the default translator for en->es and between Spanish and Portuguese/French (GPL).
+for pkg in apertium apertium-eng-spa apertium-es-pt apertium-fr-es; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
+done
 if [ "$want_test" = 1 ]; then
   command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 fi

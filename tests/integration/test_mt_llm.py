@@ -125,3 +125,21 @@ def test_bergamot_streams_en_pt(registry):
     assert "gato" in text and "cão" in text or "cachorro" in text
     assert erasure(run.trace.committed) == 0
     assert run.trace.delays[0] < len(run.trace.delays) + 12  # something committed before the end
+
+
+def test_a_sentence_start_that_copies_the_source_is_retried(registry):
+    from speech.translate.bench import pick_examples, read_lines
+    from speech.translate.metrics import looks_copied
+
+    src, ref = read_lines(FLORES, "en"), read_lines(FLORES, "es")
+    examples = pick_examples(src, ref, 3)
+    words = src[0].split()  # Gemma repeats this English line instead of translating it
+    out = {}
+    for retry in (False, True):
+        stream = registry.create("translator", "gemma-270m", retry_copies=retry).open("en", "es", examples)
+        hyp = stream.hypothesis(words, [], complete=True)
+        out[retry] = " ".join(hyp.words)
+        assert hyp.copied == looks_copied(src[0], out[retry])
+        stream.close()
+    assert looks_copied(src[0], out[False])
+    assert not looks_copied(src[0], out[True]) and len(out[True].split()) >= 6
