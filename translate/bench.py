@@ -35,7 +35,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lines", type=int, default=100, help="first N devtest lines (default 100)")
     parser.add_argument("--start", type=int, default=0,
                         help="skip this many lines first (tune on e.g. --start 200, score on the default 0)")
-    parser.add_argument("--shots", type=int, default=3, help="few-shot examples for LLMs, from lines 900-1011")
+    parser.add_argument("--shots", type=int, default=5, help="few-shot examples for LLMs, from lines 900-1011 (default 5)")
     parser.add_argument("--data", type=Path, default=FLORES, help="FLORES-101 folder (default ../shared/data/text/flores101)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a translator option, e.g. --set max_tentative_tokens=6 (repeatable)")

@@ -41,6 +41,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--more-from", type=int, default=60,
                         help="first of those lines (default 60: the first 60 were used to tune the voices and codecs)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("--details", metavar="FILE",
+                        help="write one JSON line per clip: the synthesised chunks and what the judge heard per codec")
 
 
 @dataclass
@@ -57,6 +59,7 @@ class PairResult:
     errors: dict[str, list[int]] = field(default_factory=lambda: {"pcm16": [0, 0], "opus": [0, 0]})
     per_clip: dict[str, list[tuple[int, int]]] = field(default_factory=lambda: {"pcm16": [], "opus": []})
     joins: list = field(default_factory=list)
+    details: list[dict] = field(default_factory=list)  # per clip: what was spoken, what the judge heard
     wall_s: float = 0.0
     failures: list[str] = field(default_factory=list)
 
@@ -184,13 +187,15 @@ def run_pair(registry, pair: str, clips: list[dict], args) -> PairResult:
                     rate = compact.sample_rate
                     samples, boundaries = compact.render(), compact.boundaries()
                 else:
-                    out = asyncio.run(translate_file(clip["path"], config, registry))
+                    # The joins and the judge take the chunks back to back as the sink decoded them
+                    # (compact): the same rendering as --text-only's, with neither the wait before the
+                    # first chunk (3-7 s) nor any that depends on when a chunk was emitted (a
+                    # timeline split at chunk starts cross-faded touching chunks only, so the same
+                    # chunks were judged differently from run to run). The listener-timeline
+                    # figures come from the event log.
+                    out = asyncio.run(translate_file(clip["path"], config, registry, compact=True))
                     records, duration, rate = out.records, out.source_duration, out.sample_rate
-                    from .sink import SpeechSink
-
-                    compact = SpeechSink(compact=True)
-                    # the compact rendering for the joins and the round trip: the same chunks back to back
-                    samples, boundaries = _compact_from(out, compact)
+                    samples, boundaries = out.samples, out.boundaries
             except Exception as e:  # noqa: BLE001 - one bad clip must not hide the others' figures
                 result.failures.append(f"{clip['file']}: {type(e).__name__}: {e}")
                 bar.update(1, status="failed")
@@ -213,14 +218,35 @@ def run_pair(registry, pair: str, clips: list[dict], args) -> PairResult:
                 result.start_offsets.append(starts)
                 result.end_offsets.append(ends - duration)
                 result.joins += measure_joins(samples, rate, boundaries)
+                judged = {}
                 for codec in ("pcm16", "opus"):
                     coded, coded_rate = through_codec(registry, samples, rate, codec)
-                    errors, _ = roundtrip(registry, coded, coded_rate, spoken, target)
+                    errors, heard = roundtrip(registry, coded, coded_rate, spoken, target)
                     result.errors[codec][0] += errors.errors
                     result.errors[codec][1] += errors.words
                     result.per_clip[codec].append((errors.errors, errors.words))
+                    judged[codec] = (errors, heard)
+                result.details.append(clip_detail(pair, clip, audio, judged, len(samples) / rate))
             bar.update(1, status=f"ttfa {np.median(result.ttfa_ms) if result.ttfa_ms else 0:.0f} ms")
     return result
+
+
+def clip_detail(pair: str, clip: dict, audio: list[dict], judged: dict, judged_s: float) -> dict:
+    """One `--details` line: the chunks as synthesised (text, seconds, why the chunker cut there),
+    the text the judge is scored against, and per codec what it heard and its errors."""
+    target = pair.split("-")[1]
+    return {
+        "pair": pair,
+        "file": clip["file"],
+        "reference": clip.get(f"ref_{target}"),
+        "chunks": [{"text": r["text"], "duration_s": round(float(r["duration"]), 3), "reason": r.get("reason")}
+                   for r in audio],
+        "spoken": " ".join(r["text"] for r in audio),
+        "judged_s": round(judged_s, 3),
+        **{codec: {"heard": heard, "errors": e.errors, "words": e.words,
+                   "wer": round(e.errors / e.words, 4) if e.words else None}
+           for codec, (e, heard) in judged.items()},
+    }
 
 
 def first_audio_per_commit(audio: list[dict]) -> list[float]:
@@ -232,22 +258,6 @@ def first_audio_per_commit(audio: list[dict]) -> list[float]:
         key = round(float(r.get("commit_time", r["wall_time"] - r["ttfa_ms"] / 1000)), 3)
         first[key] = min(first.get(key, float("inf")), float(r["ttfa_ms"]))
     return list(first.values())
-
-
-def _compact_from(out, compact):
-    """Re-place the listener-timeline audio's chunks back to back (from the event log's chunk
-    positions on the listener timeline)."""
-    from .joins import ListenerTimeline
-
-    rate = out.sample_rate
-    starts = [0] + out.boundaries + [len(out.samples)]
-    timeline = ListenerTimeline(rate, compact=True, crossfade_ms=0)
-    for a, b in zip(starts[:-1], starts[1:]):
-        piece = out.samples[a:b]
-        voiced = np.nonzero(np.abs(piece) > 1e-4)[0]
-        if len(voiced):
-            timeline.add(piece[: voiced[-1] + 1], 0.0)
-    return timeline.render(), timeline.boundaries()
 
 
 def _listener_times(audio: list[dict]) -> tuple[float, float]:
@@ -272,7 +282,7 @@ def run(args: argparse.Namespace) -> int:
     for p in pairs:
         if p.count("-") != 1:
             raise UserError(f"--pairs: {p!r} is not source-target (for example en-es)")
-    results = []
+    results, details = [], []
     for pair in pairs:
         clips = _clips(Path(args.manifest), pair.split("-")[0], args.limit)
         if not clips:
@@ -281,7 +291,11 @@ def run(args: argparse.Namespace) -> int:
             if not args.text_only:
                 raise UserError("--more-texts needs --text-only (FLORES lines have no recordings)")
             clips += more_texts(Path(args.manifest), pair.split("-")[1], args.more_texts, args.more_from)
-        results.append(run_pair(registry, pair, clips, args).summary())
+        result = run_pair(registry, pair, clips, args)
+        results.append(result.summary())
+        details += result.details
+    if args.details:
+        Path(args.details).write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in details), encoding="utf-8")
     if args.json:
         print(json.dumps(results if len(results) > 1 else results[0], indent=2))
     else:

@@ -32,3 +32,73 @@ def test_more_texts_are_flores_lines_the_manifest_does_not_read(tmp_path):
     assert [t["ref_pt"] for t in texts] == ["linha 3", "linha 5", "linha 6"]
     assert texts[0]["file"] == "flores101:3"
     assert more_texts(fleurs / "manifest.jsonl", "pt", 0, 0) == []
+
+
+def _pipeline_judged(monkeypatch, emitted: list[float]) -> list:
+    """Run `run_pair` on one clip whose pipeline (faked) emits two chunks at `emitted` seconds;
+    returns what the (faked) judge was given."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    import speech.translate_cmd
+    import speech.tts.roundtrip
+    from speech.eval.quality import ErrorCounts
+    from speech.translate_cmd import TranslationResult
+    from speech.tts.bench import run_pair
+    from speech.tts.sink import SpeechSink
+    from speech.types import AudioChunk
+
+    rate = 1000
+    chunks = [AudioChunk(np.full(300, 0.5, np.float32), rate, start=emitted[0], wall_time=emitted[0], text="uno dos tres"),
+              AudioChunk(np.full(200, -0.5, np.float32), rate, start=emitted[1], wall_time=emitted[1], text="cuatro")]
+
+    async def fake_translate(path, config, registry, compact=False, **_):
+        sink = SpeechSink(compact=compact)
+        for c in chunks:
+            sink.add(c)
+        records = [{"kind": "audio", "stage": "tts", "text": c.text, "wall_time": c.wall_time, "ttfa_ms": 5.0,
+                    "duration": c.duration} for c in chunks]
+        return TranslationResult(sink.render(), rate, sink.chunks, "", 8.0, 0.1, records, sink.boundaries())
+
+    judged = []
+
+    def fake_roundtrip(registry, samples, rate, text, language):
+        judged.append((samples.copy(), text))
+        return ErrorCounts(0, len(text.split())), text
+
+    monkeypatch.setattr(speech.translate_cmd, "translate_file", fake_translate)
+    monkeypatch.setattr(speech.tts.roundtrip, "roundtrip", fake_roundtrip)
+    monkeypatch.setattr(speech.tts.roundtrip, "through_codec", lambda registry, x, rate, codec: (x, rate))
+    args = SimpleNamespace(voice="default", text_only=False)
+    result = run_pair(None, "en-es", [{"file": "a.ogg", "path": "a.ogg"}], args)
+    assert result.clips == 1 and not result.failures
+    return judged
+
+
+def test_pipeline_judge_hears_the_chunks_back_to_back_whenever_they_were_emitted(monkeypatch):
+    """The listener file waits 4 s for the first chunk; chunks that touch are cross-faded there and
+    chunks with a wait between them are not. The judge must get the same audio either way (the
+    same chunks were judged differently from run to run), and no leading wait."""
+    touching = _pipeline_judged(monkeypatch, [4.0, 4.3])
+    apart = _pipeline_judged(monkeypatch, [4.0, 6.0])
+    (a, text), (b, _) = touching[0], apart[0]
+    assert text == "uno dos tres cuatro"
+    assert len(a) < 510 and a[0] == 0.5  # starts with the first chunk: no 4 s wait
+    assert len(a) == len(b) and (a == b).all()
+
+
+def test_details_line_holds_what_was_spoken_and_what_the_judge_heard():
+    from speech.eval.quality import ErrorCounts
+    from speech.tts.bench import clip_detail
+
+    audio = [{"text": "Hola,", "duration": 0.41, "reason": "clause"},
+             {"text": "buenos días.", "duration": 0.9, "reason": "final"}]
+    judged = {"pcm16": (ErrorCounts(1, 3), "hola buenos dias"), "opus": (ErrorCounts(3, 3), "")}
+    row = clip_detail("en-es", {"file": "x.ogg", "ref_es": "Hola, buen día."}, audio, judged, 1.3)
+    assert row["spoken"] == "Hola, buenos días."
+    assert [c["text"] for c in row["chunks"]] == ["Hola,", "buenos días."]
+    assert row["chunks"][1] == {"text": "buenos días.", "duration_s": 0.9, "reason": "final"}
+    assert row["reference"] == "Hola, buen día."
+    assert row["pcm16"] == {"heard": "hola buenos dias", "errors": 1, "words": 3, "wer": 0.3333}
+    assert row["opus"]["wer"] == 1.0
