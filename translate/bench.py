@@ -86,6 +86,9 @@ def options_for(registry, backend: str, options: dict) -> dict:  # noqa: ANN001
 
 
 def _value(text: str) -> object:
+    # Booleans too: left as text, "false" would be truthy and switch an option on, not off.
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
     for cast in (int, float):
         try:
             return cast(text)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from .hypothesis import Hypothesis
 from .languages import ALL_PAIRS, check_pair
 from .llama import Generation, KVCache, LlamaModel, LlamaOptions
-from .metrics import looks_copied
+from .metrics import copy_run_start, looks_copied, starts_as_copy
 from .prompt import ChatLayout, FewShotLayout
 
 
@@ -35,6 +35,7 @@ class LlmConfig:
     # layer for Gemma, 1.3x faster generation); other models keep theirs. "latin", "full": force.
     vocab: str = "auto"
     retry_copies: bool = True  # a sentence start that repeats the source: retry another first token
+    hold_copies: bool = True  # a copy the retry kept (or too short to judge) is never committed early
 
 
 class LlmTranslator:
@@ -109,22 +110,22 @@ class LlmStream:
         budget = self.config.max_sentence_tokens if complete else self.config.max_tentative_tokens
         gen = self.cache.generate(budget, stop=self._stop)
         text = self.model.detokenize(gen.tokens)
-        src = " ".join(source)
         generated = len(gen.tokens)
-        if self.config.retry_copies and not committed and gen.tokens and looks_copied(src, text):
-            # Gemma sometimes repeats an English source instead of translating it; its first
-            # token decides, so take the best other first token once and keep that if it is not
-            # a copy too (docs/translation.md: copy rate and chrF with and without).
-            _, again = self.cache.sync(prompt)
-            retry = self._generate_avoiding(gen.tokens[0], budget)
-            evaluated += again + len(retry.tokens)
-            retried = self.model.detokenize(retry.tokens)
-            if not looks_copied(src, retried):
-                gen, text = retry, retried
+        if self.config.retry_copies and gen.tokens:
+            gen, text, again = self._avoid_copy(prompt, source, committed, gen, text, budget)
+            evaluated += again
         words = list(committed) + text.split()
         # Unfinished source: the last word may be cut by the budget, or closes the sentence early
         # (the model thinks the source ended): never vouch for it.
         stable = len(words) if complete else max(len(committed), len(words) - 1)
+        if self.config.hold_copies and not complete:
+            # Never vouch for a copy of the source that the retry could not avoid: LocalAgreement
+            # would commit it as soon as two updates agree on it (en->de: 15 % of sentences).
+            run = copy_run_start(source, words, start=len(committed))
+            if run is not None:
+                stable = max(len(committed), min(stable, run))
+            elif not committed and starts_as_copy(" ".join(source), text):
+                stable = 0  # too few source words to tell "In" -> "In" from a copy
         return Hypothesis(
             words,
             stable,
@@ -133,8 +134,41 @@ class LlmStream:
             generated=generated,
             looped=gen.looped,
             cache_tokens=len(self.cache.tokens),
-            copied=complete and looks_copied(src, " ".join(words)),
+            copied=complete and looks_copied(" ".join(source), " ".join(words)),
         )
+
+    def _avoid_copy(self, prompt: list[int], source: list[str], committed: list[str], gen: Generation,
+                    text: str, budget: int) -> tuple[Generation, str, int]:
+        """Generate again from where the output starts repeating the source, with the best other
+        token there; keep the retry unless it copies at the same place. Gemma sometimes repeats
+        an English source instead of translating it, from the first word or after a word or two
+        both languages share ("In 2017, Siminoff appeared on..."): that token decides
+        (docs/translation.md: copy rate and chrF with and without). Returns the generation, its
+        text and the tokens the retry evaluated."""
+        src = " ".join(source)
+        whole = not committed and looks_copied(src, text)
+        run = 0 if whole else copy_run_start(source, text.split())
+        if run is None:
+            return gen, text, 0
+        at = self._token_of_word(gen.tokens, run)
+        _, again = self.cache.sync(prompt + gen.tokens[:at])
+        retry = self._generate_avoiding(gen.tokens[at], budget - at)
+        tokens = gen.tokens[:at] + retry.tokens
+        retried = self.model.detokenize(tokens)
+        cost = again + len(retry.tokens)
+        if whole and looks_copied(src, retried):
+            return gen, text, cost
+        later = copy_run_start(source, retried.split())
+        if not whole and later is not None and later <= run:
+            return gen, text, cost
+        return Generation(tokens, retry.stopped, retry.looped), retried, cost
+
+    def _token_of_word(self, tokens: list[int], word: int) -> int:
+        """Index of the token that starts the `word`-th word of the detokenized `tokens`."""
+        for j in range(len(tokens)):
+            if len(self.model.detokenize(tokens[: j + 1]).split()) > word:
+                return j
+        return len(tokens) - 1
 
     def _stop(self, token: int) -> bool:
         return "\n" in self.model.piece(token)

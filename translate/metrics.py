@@ -68,3 +68,35 @@ def looks_copied(source: str, output: str) -> bool:
         return False
     vocab = set(src)
     return sum(w in vocab for w in out) / len(out) >= 0.6
+
+
+def copy_run_start(source: list[str], output: list[str], start: int = 0, run: int = 3) -> int | None:
+    """Where `output` (from word `start` on) begins repeating `run` consecutive source words of
+    which at least two are lower-case words, not names or numbers ("appeared on shopping" in a
+    German sentence that began "In 2017, Siminoff"): Gemma slipping into a copy of the English
+    after a word or two that both languages share. Returns the index of the run's first
+    lower-case word (the first copied word that needed translating); None: no such run."""
+    src, out = _norm_seq(source), _norm_seq(output)
+    grams = {tuple(src[i : i + run]) for i in range(len(src) - run + 1)}
+    for i in range(max(start, 0), len(out) - run + 1):
+        gram = tuple(out[i : i + run])
+        lower = [k for k, w in enumerate(output[i : i + run]) if w.isalpha() and w.islower()]
+        if gram in grams and len(lower) >= 2:
+            return i + lower[0]  # names before it are shared by both languages: keep them
+    return None
+
+
+def _norm_seq(words: list[str]) -> list[str]:
+    return [w.strip(".,;:!?\"'()").lower() for w in words]
+
+
+def starts_as_copy(source: str, output: str) -> bool:
+    """A sentence start too short for `looks_copied` whose output begins by repeating the source.
+
+    With one to three source words a copy ("The" -> "The") and a translation cannot be told apart
+    for sure; the caller holds such a start uncommitted until `looks_copied` can judge it."""
+    src, out = _norm_words(source), _norm_words(output)
+    if not src or len(src) >= 4 or not out or out[0] != src[0]:
+        return False
+    vocab = set(src)
+    return sum(w in vocab for w in out) / len(out) >= 0.6

@@ -222,3 +222,21 @@ def test_copy_detection():
 
     assert looks_copied("The cat sleeps on the mat.", "The cat sleeps on the mat.")
     assert not looks_copied("The cat sleeps on the mat.", "El gato duerme en la alfombra.")
+
+
+def test_copy_run_found_after_shared_words():
+    from speech.translate.metrics import copy_run_start, starts_as_copy
+
+    src = "In late 2017, Siminoff appeared on shopping television channel QVC.".split()
+    # Gemma's streamed German: "In 2017, Siminoff" is shared by both languages, then English.
+    assert copy_run_start(src, "In 2017, Siminoff appeared on shopping television".split()) == 3
+    assert copy_run_start(src, "In der Folge 2017, Siminoff war auf der Shopping-TV-Kanäle".split()) is None
+    # Names and numbers in a row are not a copy; the run starts at the first lower-case word.
+    names = "USA Gymnastics supports the United States Olympic Committee".split()
+    assert copy_run_start(names, "USA Gymnastics unterstützt die United States Olympic Committee".split()) is None
+    assert copy_run_start(names, "USA Gymnastics supports the United".split()) == 2
+    assert copy_run_start(names, "USA Gymnastics supports the United".split(), start=3) is None
+    # A one-to-three word start is judged by starts_as_copy instead.
+    assert starts_as_copy("As NSA,", "As NSA, he")
+    assert not starts_as_copy("As NSA,", "Als NSA")
+    assert not starts_as_copy("As NSA, he assisted", "As NSA, he assisted")  # 4 words: looks_copied's job

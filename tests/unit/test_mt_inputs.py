@@ -122,3 +122,12 @@ def test_loop_detection_cuts_repeats():
     cut = _loop_start(toks)
     assert cut is not None and toks[:cut] == [9, 8, 5, 6]
     assert _loop_start([7] * 4) == 1
+
+
+def test_bench_set_parses_booleans_and_numbers():
+    from speech.translate.bench import parse_options
+
+    opts = parse_options(["retry_copies=false", "hold_short_copies=True", "max_tentative_tokens=6", "ratio=1.2", "model=x.gguf"])
+    assert opts == {"retry_copies": False, "hold_short_copies": True, "max_tentative_tokens": 6, "ratio": 1.2, "model": "x.gguf"}
+    with pytest.raises(UserError):
+        parse_options(["no-equals-sign"])
