@@ -34,7 +34,11 @@ class CodecPair:
 class FramedEncoder:
     """The part every frame-based encoder shares: buffer chunks into whole frames, stamp each packet
     with its timeline position; `flush` (at the end of a synthesised chunk) pads the last frame with
-    zeros so a chunk never shares a packet with the next one. Subclasses encode one frame."""
+    zeros so a chunk never shares a packet with the next one. That packet's `samples` (its decoded
+    length) is the chunk's part of the frame only: the padding is no speech, and played between two
+    chunks it was up to 20 ms more silence at every join. PCM16 sends that block short; Opus
+    overrides `flush` with shorter Opus frames. Subclasses encode one frame (`_encode_frame`;
+    `valid` < the frame length only for a padded last frame)."""
 
     codec = ""
 
@@ -46,15 +50,16 @@ class FramedEncoder:
         self._wall = 0.0
         self._seq = 0
 
-    def _encode_frame(self, frame: np.ndarray) -> bytes:
+    def _encode_frame(self, frame: np.ndarray, valid: int) -> bytes:
         raise NotImplementedError
 
-    def _packet(self, frame: np.ndarray) -> EncodedPacket:
+    def _packet(self, frame: np.ndarray, valid: int | None = None) -> EncodedPacket:
+        valid = self.frame if valid is None else valid
         packet = EncodedPacket(
-            self._encode_frame(frame), self.codec, self.sample_rate, self.frame, self._start, self._seq, self._wall
+            self._encode_frame(frame, valid), self.codec, self.sample_rate, valid, self._start, self._seq, self._wall
         )
         self._seq += 1
-        self._start += self.frame / self.sample_rate
+        self._start += valid / self.sample_rate
         return packet
 
     def encode(self, chunk: AudioChunk) -> list[EncodedPacket]:
@@ -75,9 +80,10 @@ class FramedEncoder:
         if len(self._buf) == 0:
             return []
         frame = np.zeros(self.frame, dtype=np.float32)
-        frame[: len(self._buf)] = self._buf
+        valid = len(self._buf)
+        frame[:valid] = self._buf
         self._buf = self._buf[:0]
-        return [self._packet(frame)]
+        return [self._packet(frame, valid)]
 
     def reset(self) -> None:
         self._buf = self._buf[:0]

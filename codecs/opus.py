@@ -45,8 +45,23 @@ class OpusEncoder(FramedEncoder):
         self._enc.bitrate = config.bitrate
         self._enc.complexity = config.complexity
 
-    def _encode_frame(self, frame: np.ndarray) -> bytes:
-        return self._enc.encode_float(np.ascontiguousarray(frame, dtype=np.float32).tobytes(), self.frame)
+    def _encode_frame(self, frame: np.ndarray, valid: int) -> bytes:
+        return self._enc.encode_float(np.ascontiguousarray(frame, dtype=np.float32).tobytes(), len(frame))
+
+    def flush(self) -> list[EncodedPacket]:
+        """A chunk's last partial frame as shorter Opus frames (10, 5, 2.5 ms; only the last one
+        padded, by less than 2.5 ms): a padded 20 ms frame played up to 20 ms of zeros between two
+        chunks. Every packet's `samples` stays its Opus frame size, so any Opus decoder given it as
+        the frame size (as protocol clients do) decodes it."""
+        sizes = [int(self.sample_rate * ms / 1000) for ms in OPUS_FRAME_MS[::-1] if ms <= self._config.frame_ms]
+        out = []
+        while len(self._buf):
+            size = next((n for n in sizes if n <= len(self._buf)), sizes[-1])
+            frame = np.zeros(size, dtype=np.float32)
+            take = min(size, len(self._buf))
+            frame[:take], self._buf = self._buf[:take], self._buf[take:]
+            out.append(self._packet(frame, size))
+        return out
 
     def reset(self) -> None:
         super().reset()
@@ -71,7 +86,10 @@ class OpusDecoder:
         return np.frombuffer(self._dec.decode_float(b"", n), dtype=np.float32).copy()
 
     def decode(self, packet: EncodedPacket | None) -> AudioChunk:
-        n = packet.samples if packet is not None and packet.samples else self._frame
+        """A packet's `samples` is its decoded length: a chunk's last frame, padded by the encoder,
+        says how much of it is the chunk, and only that is returned (the padding is no speech)."""
+        keep = packet.samples if packet is not None and packet.samples else self._frame
+        n = max(keep, self._frame)  # libopus decodes whole frames: a buffer of at least one frame
         if packet is None or not packet.data:
             samples = self._conceal(n)
         else:
@@ -79,6 +97,7 @@ class OpusDecoder:
                 samples = np.frombuffer(self._dec.decode_float(bytes(packet.data), n), dtype=np.float32).copy()
             except self._error:
                 samples = self._conceal(n)  # corrupt packet: conceal, keep the stream going
+        samples = samples[:keep]
         if packet is None:
             return AudioChunk(samples, self.sample_rate)
         return AudioChunk(samples, self.sample_rate, start=packet.start, seq=packet.seq, wall_time=packet.wall_time)

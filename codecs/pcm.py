@@ -20,8 +20,8 @@ def from_pcm16(data: bytes) -> np.ndarray:
 class Pcm16Encoder(FramedEncoder):
     codec = "pcm16"
 
-    def _encode_frame(self, frame: np.ndarray) -> bytes:
-        return to_pcm16(frame)
+    def _encode_frame(self, frame: np.ndarray, valid: int) -> bytes:
+        return to_pcm16(frame[:valid])  # a chunk's last block is short: PCM needs no padding
 
 
 class Pcm16Decoder:
@@ -29,7 +29,8 @@ class Pcm16Decoder:
 
     def __init__(self, config: CodecConfig) -> None:
         self.sample_rate = config.sample_rate
-        self._last_len = int(round(config.sample_rate * config.frame_ms / 1000))
+        self._frame = int(round(config.sample_rate * config.frame_ms / 1000))
+        self._last_len = self._frame
         self.concealed = 0
 
     def decode(self, packet: EncodedPacket | None) -> AudioChunk:
@@ -39,7 +40,8 @@ class Pcm16Decoder:
             start = packet.start if packet is not None else 0.0
             return AudioChunk(np.zeros(n, np.float32), self.sample_rate, start=start)
         samples = from_pcm16(packet.data)
-        self._last_len = len(samples)
+        if len(samples) >= self._frame:  # a chunk's short last block says nothing of the next loss
+            self._last_len = len(samples)
         return AudioChunk(samples, self.sample_rate, start=packet.start, seq=packet.seq, wall_time=packet.wall_time)
 
     def reset(self) -> None:

@@ -102,6 +102,8 @@ class PairResult:
             "roundtrip_words": self.errors["pcm16"][1],
             "join_max_gap_ms": round(joins.max_gap_ms, 1),
             "join_gaps_over_50ms": joins.gaps_over_50ms,
+            "join_gaps_over_50ms_after_punctuation": joins.gaps_over_50ms_after_punctuation,
+            "join_max_gap_mid_clause_ms": round(joins.max_gap_mid_clause_ms, 1),
             "join_mean_abs_level_jump_db": round(joins.mean_abs_level_jump_db, 2),
             "join_max_step": round(joins.max_step, 4),
             "joins": joins.joins,
@@ -217,7 +219,10 @@ def run_pair(registry, pair: str, clips: list[dict], args) -> PairResult:
                 starts, ends = _listener_times(audio)
                 result.start_offsets.append(starts)
                 result.end_offsets.append(ends - duration)
-                result.joins += measure_joins(samples, rate, boundaries)
+                # the sink's chunks are the stage's (one boundary fewer) unless two shared a wall time
+                left = [r["text"] for r in audio[:-1]] if len(boundaries) == len(audio) - 1 else None
+                joins = measure_joins(samples, rate, boundaries, left_texts=left)
+                result.joins += joins
                 judged = {}
                 for codec in ("pcm16", "opus"):
                     coded, coded_rate = through_codec(registry, samples, rate, codec)
@@ -226,14 +231,15 @@ def run_pair(registry, pair: str, clips: list[dict], args) -> PairResult:
                     result.errors[codec][1] += errors.words
                     result.per_clip[codec].append((errors.errors, errors.words))
                     judged[codec] = (errors, heard)
-                result.details.append(clip_detail(pair, clip, audio, judged, len(samples) / rate))
+                result.details.append(clip_detail(pair, clip, audio, judged, len(samples) / rate, joins))
             bar.update(1, status=f"ttfa {np.median(result.ttfa_ms) if result.ttfa_ms else 0:.0f} ms")
     return result
 
 
-def clip_detail(pair: str, clip: dict, audio: list[dict], judged: dict, judged_s: float) -> dict:
+def clip_detail(pair: str, clip: dict, audio: list[dict], judged: dict, judged_s: float, joins: list = ()) -> dict:
     """One `--details` line: the chunks as synthesised (text, seconds, why the chunker cut there),
-    the text the judge is scored against, and per codec what it heard and its errors."""
+    the text the judge is scored against, per codec what it heard and its errors, and per join
+    (after chunk i) its gap, level jump and step."""
     target = pair.split("-")[1]
     return {
         "pair": pair,
@@ -243,6 +249,9 @@ def clip_detail(pair: str, clip: dict, audio: list[dict], judged: dict, judged_s
                    for r in audio],
         "spoken": " ".join(r["text"] for r in audio),
         "judged_s": round(judged_s, 3),
+        "joins": [{"after_chunk": i, "at_s": round(j.position_s, 3), "gap_ms": round(j.gap_ms, 1),
+                   "level_jump_db": round(j.level_jump_db, 2), "step": round(j.step, 4),
+                   "after_punctuation": j.after_punctuation} for i, j in enumerate(joins)],
         **{codec: {"heard": heard, "errors": e.errors, "words": e.words,
                    "wer": round(e.errors / e.words, 4) if e.words else None}
            for codec, (e, heard) in judged.items()},
@@ -306,6 +315,8 @@ def run(args: argparse.Namespace) -> int:
                   f"realtime {'ok' if r['realtime_ok'] else 'NOT ok'} {r['stage_rtf_max']}  "
                   f"round-trip WER pcm16 {r['roundtrip_wer']} opus24k {r['roundtrip_wer_opus24k']}  "
                   f"joins {r['joins']} max gap {r['join_max_gap_ms']} ms >50ms {r['join_gaps_over_50ms']} "
+                  f"({r['join_gaps_over_50ms_after_punctuation']} after punctuation; mid-clause max "
+                  f"{r['join_max_gap_mid_clause_ms']} ms) "
                   f"level jump {r['join_mean_abs_level_jump_db']} dB max step {r['join_max_step']}")
             for f in r["failures"]:
                 print(f"  failed: {f}")

@@ -87,6 +87,7 @@ class ListenerTimeline:
     _pieces: list[tuple[int, np.ndarray]] = field(default_factory=list)
     _end: int = 0  # end of the previous chunk, in samples
     _starts: list[int] = field(default_factory=list)  # where each chunk (not each piece) starts
+    _chunk_len: int = 0  # samples of the latest chunk so far (all its pieces)
 
     def add(self, samples: np.ndarray, emitted: float, text: str = "", continues: bool = False) -> Placement:
         """Place a chunk; `continues`: it is the next piece of the previous chunk (no seam)."""
@@ -94,9 +95,13 @@ class ListenerTimeline:
         overlap = int(rate * self.crossfade_ms / 1000)
         wanted = self._end if self.compact or continues else max(int(round(emitted * rate)), self._end)
         if self._pieces and wanted <= self._end and not continues:
-            wanted = max(0, self._end - min(overlap, len(samples) // 2, len(self._pieces[-1][1]) // 2))
+            # at most half of either chunk; the previous chunk may have come in pieces (codec
+            # packets, its last one short), so its whole length counts, not its last piece's
+            wanted = max(0, self._end - min(overlap, len(samples) // 2, self._chunk_len // 2))
         if not continues:
             self._starts.append(wanted)
+            self._chunk_len = 0
+        self._chunk_len += len(samples)
         self._pieces.append((wanted, samples.astype(np.float32, copy=False)))
         self._end = max(self._end, wanted + len(samples))
         placement = Placement(wanted / rate, (wanted + len(samples)) / rate, emitted, text)
@@ -124,16 +129,32 @@ class JoinReport:
     gap_ms: float  # longest run of silent 5 ms frames that spans the join
     level_jump_db: float  # RMS of the voiced second after minus the voiced second before
     step: float  # largest sample-to-sample change within 2 ms of the join (a click is a big step)
+    # the chunk before the join ends with punctuation: a pause there is one the text asks for
+    # (prosody), not an artefact of joining; reported apart from mid-clause joins
+    after_punctuation: bool = False
+
+
+PAUSE_MARKS = ".,;:!?…—"
+CLOSERS = "\"'”’)]»"
+
+
+def ends_with_pause(text: str) -> bool:
+    """Whether a chunk's text ends where speech pauses (a clause or sentence mark, maybe quoted)."""
+    t = text.rstrip().rstrip(CLOSERS)
+    return bool(t) and t[-1] in PAUSE_MARKS
 
 
 def measure_joins(
-    samples: np.ndarray, rate: int, boundaries: list[int], silence_db: float = JoinConfig.silence_db
+    samples: np.ndarray, rate: int, boundaries: list[int], silence_db: float = JoinConfig.silence_db,
+    left_texts: list[str] | None = None,
 ) -> list[JoinReport]:
+    """Per join: gap, level jump, step; `left_texts[i]`: the text of the chunk before join i (when
+    known) marks the joins after punctuation."""
     frame = max(1, int(rate * 0.005))
     db = _frame_db(samples, frame)
     silent = db <= silence_db
     reports = []
-    for b in boundaries:
+    for i, b in enumerate(boundaries):
         f = min(b // frame, len(db) - 1)
         gap = 0
         if silent[f]:
@@ -153,7 +174,8 @@ def measure_joins(
         w = int(rate * 0.002)
         seg = samples[max(0, b - w) : b + w]
         step = float(np.max(np.abs(np.diff(seg)))) if len(seg) > 1 else 0.0
-        reports.append(JoinReport(b / rate, gap * frame * 1000 / rate, float(jump), step))
+        pause = left_texts is not None and i < len(left_texts) and ends_with_pause(left_texts[i])
+        reports.append(JoinReport(b / rate, gap * frame * 1000 / rate, float(jump), step, pause))
     return reports
 
 
@@ -167,7 +189,9 @@ class JoinSummary:
     max_gap_ms: float
     mean_abs_level_jump_db: float
     max_step: float
-    gaps_over_50ms: int
+    gaps_over_50ms: int  # all joins
+    gaps_over_50ms_after_punctuation: int = 0  # of those, where the text asks for a pause
+    max_gap_mid_clause_ms: float = 0.0  # the longest gap where it does not
 
     @classmethod
     def of(cls, reports: list[JoinReport]) -> "JoinSummary":
@@ -179,4 +203,6 @@ class JoinSummary:
             mean_abs_level_jump_db=float(np.mean([abs(r.level_jump_db) for r in reports])),
             max_step=max(r.step for r in reports),
             gaps_over_50ms=sum(r.gap_ms > 50 for r in reports),
+            gaps_over_50ms_after_punctuation=sum(r.gap_ms > 50 and r.after_punctuation for r in reports),
+            max_gap_mid_clause_ms=max((r.gap_ms for r in reports if not r.after_punctuation), default=0.0),
         )

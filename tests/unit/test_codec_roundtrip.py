@@ -47,9 +47,10 @@ def test_pcm16_is_lossless_to_16_bits_and_keeps_timing(registry):
     pair = registry.create("codec", "pcm16", CodecConfig(sample_rate=24000))
     x = voiced(24000, 0.51)
     packets, y = roundtrip(pair, x, 24000)
-    assert len(packets) == 26 and all(p.samples == 480 for p in packets)  # 20 ms frames, last padded
+    # 20 ms frames; the last block holds only the chunk's 240 samples (no padding played)
+    assert len(packets) == 26 and [p.samples for p in packets] == [480] * 25 + [240]
     assert packets[0].start == 2.0 and packets[1].start == pytest.approx(2.02) and packets[-1].wall_time == 2.5
-    assert np.max(np.abs(y[: len(x)] - x)) < 1e-4 and not np.any(y[len(x):])
+    assert len(y) == len(x) and np.max(np.abs(y - x)) < 1e-4
 
 
 @pytest.mark.parametrize("rate", [48000, 24000, 16000])
@@ -65,6 +66,39 @@ def test_opus_round_trip_keeps_the_spectrum_at_24_kbit(registry, rate):
     assert spectral_distance_db(x, x * 0.5, rate) > 2.5
     noise = np.random.default_rng(0).normal(0, float(np.std(x)), len(x)).astype(np.float32)
     assert spectral_distance_db(x, noise, rate) > 10
+
+
+@pytest.mark.parametrize("codec", ["pcm16", "opus"])
+def test_frame_padding_is_not_heard_between_chunks(registry, codec):
+    """A chunk's last partial frame used to be padded to 20 ms and played: up to 20 ms of zeros at
+    every join. PCM16 now sends a short last block; Opus ends a chunk with shorter Opus frames
+    (10/5/2.5 ms), padding less than 2.5 ms, and each packet stays decodable on its own frame size."""
+    from speech.tts.joins import JoinConfig, measure_joins, shape_edges
+    from speech.tts.sink import SpeechSink
+
+    rate = 24000
+    pair = registry.create("codec", codec, CodecConfig(sample_rate=rate))
+    # 12132 samples: 25 whole 20 ms frames and 132 samples (5.5 ms) left for the last one
+    chunks = [shape_edges(voiced(rate, 0.6)[:12132], rate, 8), shape_edges(voiced(rate, 0.3), rate, 8)]
+    packets = []
+    for i, x in enumerate(chunks):
+        packets += [*pair.encoder.encode(AudioChunk(x, rate, start=i, wall_time=i, text=str(i))), *pair.encoder.flush()]
+    tail = [p.samples for p in packets if p.wall_time == 0][25:]
+    assert tail == ([132] if codec == "pcm16" else [120, 60])
+    if codec == "opus":  # a client decodes each packet with its announced `samples` as the frame size
+        client = opuslib.Decoder(rate, 1)
+        assert all(len(client.decode(p.data, p.samples)) == 2 * p.samples for p in packets)
+    sink = SpeechSink(decoder=pair.decoder, compact=True, sample_rate=rate)
+    for p in packets:
+        sink.add(pair.decoder.decode(p))
+    overlap = int(rate * JoinConfig.fade_ms / 1000)
+    extra = len(sink.render()) - (sum(len(x) for x in chunks) - overlap)
+    assert extra == (0 if codec == "pcm16" else 60 - 12)  # Opus: the last 2.5 ms frame held 12 samples
+    [join] = measure_joins(sink.render(), rate, sink.boundaries())
+    assert join.gap_ms == 0  # the faded edges cross-fade: no silent 5 ms frame at the join
+    # nothing of the first chunk was cut
+    y = sink.render()[: len(chunks[0]) - overlap]
+    assert np.sqrt(np.mean(y**2)) == pytest.approx(np.sqrt(np.mean(chunks[0][:-overlap] ** 2)), rel=0.1)
 
 
 def test_opus_conceals_lost_and_corrupt_packets(registry):

@@ -1,5 +1,7 @@
 """The benchmark's time-to-first-audio: one figure per commit event, from its first chunk."""
 
+import pytest
+
 from speech.tts.bench import _listener_times, first_audio_per_commit
 
 
@@ -34,7 +36,7 @@ def test_more_texts_are_flores_lines_the_manifest_does_not_read(tmp_path):
     assert more_texts(fleurs / "manifest.jsonl", "pt", 0, 0) == []
 
 
-def _pipeline_judged(monkeypatch, emitted: list[float]) -> list:
+def _pipeline_judged(monkeypatch, emitted: list[float], first: str = "uno dos tres") -> tuple[list, object]:
     """Run `run_pair` on one clip whose pipeline (faked) emits two chunks at `emitted` seconds;
     returns what the (faked) judge was given."""
     from types import SimpleNamespace
@@ -50,7 +52,7 @@ def _pipeline_judged(monkeypatch, emitted: list[float]) -> list:
     from speech.types import AudioChunk
 
     rate = 1000
-    chunks = [AudioChunk(np.full(300, 0.5, np.float32), rate, start=emitted[0], wall_time=emitted[0], text="uno dos tres"),
+    chunks = [AudioChunk(np.full(300, 0.5, np.float32), rate, start=emitted[0], wall_time=emitted[0], text=first),
               AudioChunk(np.full(200, -0.5, np.float32), rate, start=emitted[1], wall_time=emitted[1], text="cuatro")]
 
     async def fake_translate(path, config, registry, compact=False, **_):
@@ -73,19 +75,27 @@ def _pipeline_judged(monkeypatch, emitted: list[float]) -> list:
     args = SimpleNamespace(voice="default", text_only=False)
     result = run_pair(None, "en-es", [{"file": "a.ogg", "path": "a.ogg"}], args)
     assert result.clips == 1 and not result.failures
-    return judged
+    return judged, result
 
 
 def test_pipeline_judge_hears_the_chunks_back_to_back_whenever_they_were_emitted(monkeypatch):
     """The listener file waits 4 s for the first chunk; chunks that touch are cross-faded there and
     chunks with a wait between them are not. The judge must get the same audio either way (the
     same chunks were judged differently from run to run), and no leading wait."""
-    touching = _pipeline_judged(monkeypatch, [4.0, 4.3])
-    apart = _pipeline_judged(monkeypatch, [4.0, 6.0])
+    touching, _ = _pipeline_judged(monkeypatch, [4.0, 4.3])
+    apart, _ = _pipeline_judged(monkeypatch, [4.0, 6.0])
     (a, text), (b, _) = touching[0], apart[0]
     assert text == "uno dos tres cuatro"
     assert len(a) < 510 and a[0] == 0.5  # starts with the first chunk: no 4 s wait
     assert len(a) == len(b) and (a == b).all()
+
+
+@pytest.mark.parametrize("first, pause", [("uno dos tres", False), ("uno, dos, tres.", True)])
+def test_details_list_every_join_and_whether_the_text_asks_for_a_pause_there(monkeypatch, first, pause):
+    _, result = _pipeline_judged(monkeypatch, [4.0, 4.3], first)
+    [join] = result.details[0]["joins"]
+    assert join["after_chunk"] == 0 and join["at_s"] > 0 and join["after_punctuation"] is pause
+    assert result.summary()["join_gaps_over_50ms_after_punctuation"] == 0
 
 
 def test_details_line_holds_what_was_spoken_and_what_the_judge_heard():

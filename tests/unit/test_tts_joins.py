@@ -79,3 +79,21 @@ def test_prepared_chunks_joined_compactly_have_short_gaps():
     summary = JoinSummary.of(measure_joins(tl.render(), RATE, tl.boundaries()))
     assert summary.joins == 3
     assert summary.max_gap_ms <= 50 and summary.max_step < 0.05
+
+
+def test_gaps_after_punctuation_are_reported_apart_from_mid_clause_ones():
+    from speech.tts.joins import ends_with_pause
+
+    assert ends_with_pause("the house.") and ends_with_pause('he said, "yes!"') and ends_with_pause("first,")
+    assert not ends_with_pause("he was in") and not ends_with_pause("Dr") and not ends_with_pause("")
+    gap = np.zeros(int(RATE * 0.12), np.float32)
+    x = np.concatenate([tone(0.3), gap, tone(0.3), gap, tone(0.3)])
+    joins = [int(RATE * 0.36), int(RATE * 0.78)]
+    reports = measure_joins(x, RATE, joins, left_texts=["one sentence.", "and then"])
+    assert [r.after_punctuation for r in reports] == [True, False]
+    summary = JoinSummary.of(reports)
+    assert summary.gaps_over_50ms == 2 and summary.gaps_over_50ms_after_punctuation == 1
+    assert summary.max_gap_mid_clause_ms >= 100
+    # without the texts every join counts as mid-clause
+    assert JoinSummary.of(measure_joins(x, RATE, joins)).gaps_over_50ms_after_punctuation == 0
+
