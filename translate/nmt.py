@@ -103,9 +103,6 @@ class RetranslationStream:
         pass
 
 
-BergamotStream = RetranslationStream  # the name it had when Bergamot was its only user
-
-
 def check_mask_options(name: str, mask: int | None, boundary_mask: int | None, align: str) -> None:
     for option, value in (("mask", mask), ("boundary_mask", boundary_mask)):
         if value is not None and value < 0:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from speech.translate.hypothesis import Hypothesis
 from speech.translate.metrics import erasure
-from speech.translate.nmt import BergamotStream, continuation, continuation_edit
+from speech.translate.nmt import RetranslationStream, continuation, continuation_edit
 from speech.translate.policy import LocalAgreement, LocalAgreementConfig, WaitK, WaitKConfig
 from speech.translate.segment import ends_clause
 from speech.translate.simulate import translate_stream
@@ -115,7 +115,7 @@ class ScriptedEngine:
 
 def test_bergamot_boundary_mask_applies_only_after_a_clause_end():
     engine = ScriptedEngine({"a b,": "A B,", "a b": "A B."})
-    stream = BergamotStream(engine, "pt", "en", mask=2, boundary_mask=0)
+    stream = RetranslationStream(engine, "pt", "en", mask=2, boundary_mask=0)
     assert stream.hypothesis(["a", "b,"], [], complete=False).stable == 2
     assert stream.hypothesis(["a", "b"], [], complete=False).stable == 0
     assert stream.hypothesis(["a", "b"], [], complete=True).stable == 2
@@ -136,7 +136,7 @@ def test_new_policy_options_never_retract_committed_words(words, config, flaps):
             calls["n"] += 1
             return text.upper() + " " + flaps[calls["n"] % len(flaps)]
 
-    stream = BergamotStream(Flapping(), "pt", "en", mask=1, boundary_mask=0)
+    stream = RetranslationStream(Flapping(), "pt", "en", mask=1, boundary_mask=0)
     tr = SimultaneousTranslation(stream, LocalAgreement(config), language="en")
     run = translate_stream(tr, words)
     for prev, cur in zip(run.trace.committed, run.trace.committed[1:]):
