@@ -237,26 +237,11 @@ def run_isolated(args: tuple, on_clip: Any, long_s: float = 0.0) -> dict:
     return payload
 
 
-def parse_settings(items: list[str]) -> dict:
-    """`--set key=value` pairs; values as JSON where they parse (numbers, null, true), else text."""
-    from speech.errors import UserError
-
-    settings: dict = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UserError(f"--set {item!r}: expected KEY=VALUE, e.g. --set encoder_pad_s=1.0")
-        try:
-            settings[key.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            settings[key.strip()] = value
-    return settings
-
-
 def run(args: argparse.Namespace) -> int:
     from speech.backends import default_registry
     from speech.errors import UserError
     from speech.progress import Progress
+    from speech.settings import parse_settings
 
     registry = default_registry()
     models = args.model or ["whisper-tiny.en", "whisper-base"]

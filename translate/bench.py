@@ -16,6 +16,7 @@ from pathlib import Path
 
 from speech.errors import UserError
 from speech.progress import Progress
+from speech.settings import parse_settings
 
 from .languages import FLORES_CODES, check_pair, parse_pair
 from .metrics import average_lagging, erasure, laal, looks_copied
@@ -67,34 +68,12 @@ def p50(values: list[float]) -> float:
     return float(statistics.median(values)) if values else 0.0
 
 
-def parse_options(items: list[str]) -> dict:
-    out: dict = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UserError(f"--set {item!r} should look like KEY=VALUE")
-        out[key.strip()] = _value(value.strip())
-    return out
-
-
 def options_for(registry, backend: str, options: dict) -> dict:  # noqa: ANN001
     """The --set options this backend's config knows (a comparison may mix backends)."""
     import dataclasses
 
     known = {f.name for f in dataclasses.fields(registry.config("translator", backend))}
     return {k: v for k, v in options.items() if k in known}
-
-
-def _value(text: str) -> object:
-    # Booleans too: left as text, "false" would be truthy and switch an option on, not off.
-    if text.lower() in ("true", "false"):
-        return text.lower() == "true"
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return text
 
 
 def bench_pair(registry, source: str, target: str, backend: str, policy: str, lines: int, shots: int,
@@ -220,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
     for s, t in pairs:
         check_pair(s, t)
     plan = [(s, t, b) for s, t in pairs for b in backends_for(registry, s, t, args.backends)]
-    options = parse_options(args.set)
+    options = parse_settings(args.set)
     results: dict[str, dict[str, dict]] = {}
     if args.stream_minutes > 0:
         from .longstream import bench_long_stream
@@ -235,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
         for s, t, b in plan:
             results.setdefault(f"{s}-{t}", {})[b] = bench_pair(
                 registry, s, t, b, args.policy, args.lines, args.shots, args.data, progress, options,
-                parse_options(args.policy_set), args.start, not args.offline_only,
+                parse_settings(args.policy_set, "--policy-set"), args.start, not args.offline_only,
             )
     if args.json:
         print(json.dumps(results, indent=2))

@@ -40,6 +40,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "(lines the manifest does not use, from --more-from on): more words, less judge noise")
     parser.add_argument("--more-from", type=int, default=60,
                         help="first of those lines (default 60: the first 60 were used to tune the voices and codecs)")
+    parser.add_argument("--tts-set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a synthesiser option, e.g. --tts-set treble_db=0 (eSpeak) (repeatable)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--details", metavar="FILE",
                         help="write one JSON line per clip: the synthesised chunks and what the judge heard per codec")
@@ -168,6 +170,29 @@ async def _text_only(registry, config, text: str, words_per_s: float):
     return log.records, compact, len(words) / words_per_s
 
 
+def tts_options(registry, target: str, voice: str, items: list[str]) -> dict:  # noqa: ANN001
+    """--tts-set options for this pair's synthesiser: the ones its config knows (a run may mix
+    eSpeak and Piper pairs); an option no synthesiser knows is an error."""
+    import dataclasses
+
+    from speech.errors import UserError
+    from speech.settings import parse_settings
+
+    from .backends import voice_for
+
+    options = parse_settings(items, "--tts-set")
+    if not options:
+        return {}
+    name = voice_for(target) if voice in ("", "default") else voice.partition(":")[0]
+    name = "piper-joe" if name.endswith(".onnx") else name
+    known_anywhere = {f.name for n in registry.names("synthesizer") for f in dataclasses.fields(registry.config("synthesizer", n))}
+    unknown = set(options) - known_anywhere
+    if unknown:
+        raise UserError(f"--tts-set: no synthesiser has option(s) {sorted(unknown)}; options: {sorted(known_anywhere)}")
+    known = {f.name for f in dataclasses.fields(registry.config("synthesizer", name))}
+    return {k: v for k, v in options.items() if k in known}
+
+
 def run_pair(registry, pair: str, clips: list[dict], args) -> PairResult:
     from speech.pipeline import PipelineConfig
     from speech.progress import Progress
@@ -178,7 +203,8 @@ def run_pair(registry, pair: str, clips: list[dict], args) -> PairResult:
 
     source, target = pair.split("-")
     result = PairResult(pair)
-    config = PipelineConfig(source=source, target=target, voice=args.voice, stages=("asr", "mt", "tts", "codec"))
+    config = PipelineConfig(source=source, target=target, voice=args.voice, stages=("asr", "mt", "tts", "codec"),
+                            extra={"tts_options": tts_options(registry, target, args.voice, args.tts_set)})
     with Progress(len(clips), label=f"s2st {pair}") as bar:
         for clip in clips:
             t0 = time.perf_counter()

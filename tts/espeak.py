@@ -100,8 +100,8 @@ class EspeakEngine:
 
     def resolve(self, language: str, voice: str = "") -> str:
         """The eSpeak voice for a language (or an explicit voice name); clear error when unknown."""
-        wanted = (voice or PREFERRED_VOICE.get(language.lower(), language)).lower()
-        wanted, plus, variant = wanted.partition("+")  # "es+m3": a voice with a variant
+        wanted, plus, variant = (voice or PREFERRED_VOICE.get(language.lower(), language)).partition("+")
+        wanted = wanted.lower()  # "es+m3": a voice with a variant; variant files are case-sensitive ("+Henrique")
         for key in (wanted, wanted.replace("_", "-")):
             if key in self.voices:
                 return self.voices[key] + plus + variant
@@ -151,6 +151,19 @@ class EspeakConfig:
     # extra pause between words, 10 ms units: 30 ms cut the Whisper round trip from 26 % to 16 % (es)
     # and 51 % to 36-37 % (pt) on whole sentences (docs/synthesis.md)
     word_gap: int = 3
+    # A treble boost after synthesis: 0 dB below 1 kHz, +6 dB per octave above, at most this much.
+    # eSpeak's formants are dull above 1 kHz; Whisper base heard pt better with the consonants
+    # lifted: round trip 59.3 -> 52.7 % on 40 held-out FLORES lines (docs/synthesis.md). 0: off.
+    treble_db: float = 12.0
+    treble_level: float = 0.703  # one fixed level: the 12 dB boost raises speech RMS ~1.42x
+
+
+def treble_fir(rate: int, max_db: float, taps: int = 65, corner_hz: float = 1000.0) -> np.ndarray:
+    """Linear-phase FIR (32 samples, 1.5 ms, of delay): 0 dB below `corner_hz`, +6 dB per octave
+    above it, capped at `max_db`."""
+    f = np.fft.rfftfreq(1024, 1 / rate)
+    h = np.fft.irfft(np.clip(f / corner_hz, 1.0, 10 ** (max_db / 20)), 1024)
+    return (np.roll(h, taps // 2)[:taps] * np.hanning(taps + 2)[1:-1]).astype(np.float32)
 
 
 class EspeakSynthesizer:
@@ -167,6 +180,7 @@ class EspeakSynthesizer:
         self._engine = engine_
         self.voice = engine_.resolve(config.language, config.voice)
         self.sample_rate = engine_.sample_rate
+        self._fir = treble_fir(self.sample_rate, config.treble_db) if config.treble_db > 0 else None
 
     def synthesize(self, text: str) -> Iterator[AudioChunk]:
         text = clean_text(text)
@@ -192,11 +206,16 @@ class EspeakSynthesizer:
         worker.start()
         seq = 0
         offset = 0
+        history = np.zeros(len(self._fir) - 1 if self._fir is not None else 0, np.float32)
         try:
             while (item := buffers.get()) is not done:
                 if isinstance(item, BaseException):
                     raise item
                 samples = item * np.float32(self.config.gain)
+                if self._fir is not None:  # filtered buffer by buffer: the same as the whole piece at once
+                    buf = np.concatenate([history, samples])
+                    history = buf[len(samples):]
+                    samples = np.convolve(buf, self._fir, mode="valid").astype(np.float32) * np.float32(self.config.treble_level)
                 yield AudioChunk(samples, self.sample_rate, start=offset / self.sample_rate, seq=seq, text=text)
                 seq += 1
                 offset += len(samples)

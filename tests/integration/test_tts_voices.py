@@ -67,6 +67,45 @@ def test_espeak_streams_through_its_callback_and_is_intelligible(registry):
     assert errors.wer <= 0.4, heard
 
 
+def test_espeak_treble_boost_streams_like_the_whole_piece(registry):
+    from speech.tts.espeak import EspeakSynthesizer, treble_fir
+
+    boosted = create_synthesizer(registry, "pt")
+    text = "Contudo, devido a canais de comunicação lentos."
+    # eSpeak's output differs by a few samples from call to call (its voice state runs on), so the
+    # boosted stream is compared with the same buffers filtered whole.
+    buffers = [c.samples for c in create_synthesizer(registry, "pt", treble_db=0).synthesize(text)]
+    plain = np.concatenate(buffers)
+
+    class Replay:  # the engine's part of a synthesis, replayed: the same buffers again
+        sample_rate = boosted.sample_rate
+
+        def resolve(self, language, voice=""):
+            return "pt-br"
+
+        def synth(self, text, voice, wpm, consumer, **kw):
+            for b in buffers:
+                consumer(b / np.float32(boosted.config.gain))
+
+    first = speak(EspeakSynthesizer(boosted.config, Replay()), text)
+    fir = treble_fir(boosted.sample_rate, 12.0)
+    whole = np.convolve(plain, fir)[: len(plain)] * np.float32(boosted.config.treble_level)
+    np.testing.assert_allclose(first, whole, atol=1e-5)  # buffer by buffer = the whole piece at once
+    spectrum = np.abs(np.fft.rfft(fir, 4096))
+    freqs = np.fft.rfftfreq(4096, 1 / boosted.sample_rate)
+    gain_db = 20 * np.log10(spectrum[np.argmin(abs(freqs - 4000))] / spectrum[np.argmin(abs(freqs - 500))])
+    assert 10.0 < gain_db < 14.0  # +12 dB at 4 kHz against 500 Hz
+    rms = lambda x: float(np.sqrt(np.mean(x**2)))  # noqa: E731
+    assert 0.8 < rms(first) / rms(plain) < 1.25 and np.abs(first).max() < 0.99  # one level, no clipping
+
+
+def test_espeak_variant_names_keep_their_case(registry):
+    from speech.tts.espeak import engine
+
+    assert engine().resolve("pt", "pt-br+Henrique").endswith("+Henrique")  # the file name is case-sensitive
+    assert engine().resolve("es", "es+m3").endswith("+m3")
+
+
 def test_unspeakable_characters_and_unknown_voices(registry, piper):
     assert list(piper.synthesize("😀 <br/> 🎉")) == []
     with_emoji = speak(piper, "Hello 😀 world")

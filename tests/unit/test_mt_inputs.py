@@ -125,9 +125,9 @@ def test_loop_detection_cuts_repeats():
 
 
 def test_bench_set_parses_booleans_and_numbers():
-    from speech.translate.bench import parse_options
+    from speech.settings import parse_settings
 
-    opts = parse_options(["retry_copies=false", "hold_short_copies=True", "max_tentative_tokens=6", "ratio=1.2", "model=x.gguf"])
-    assert opts == {"retry_copies": False, "hold_short_copies": True, "max_tentative_tokens": 6, "ratio": 1.2, "model": "x.gguf"}
+    opts = parse_settings(["retry_copies=false", "hold_copies=True", "max_tentative_tokens=6", "ratio=1.2", "model=x.gguf"])
+    assert opts == {"retry_copies": False, "hold_copies": True, "max_tentative_tokens": 6, "ratio": 1.2, "model": "x.gguf"}
     with pytest.raises(UserError):
-        parse_options(["no-equals-sign"])
+        parse_settings(["no-equals-sign"])
