@@ -72,7 +72,7 @@ def _pipeline_judged(monkeypatch, emitted: list[float], first: str = "uno dos tr
     monkeypatch.setattr(speech.translate_cmd, "translate_file", fake_translate)
     monkeypatch.setattr(speech.tts.roundtrip, "roundtrip", fake_roundtrip)
     monkeypatch.setattr(speech.tts.roundtrip, "through_codec", lambda registry, x, rate, codec: (x, rate))
-    args = SimpleNamespace(voice="default", text_only=False)
+    args = SimpleNamespace(voice="default", text_only=False, tts_set=[])
     result = run_pair(None, "en-es", [{"file": "a.ogg", "path": "a.ogg"}], args)
     assert result.clips == 1 and not result.failures
     return judged, result
@@ -112,3 +112,17 @@ def test_details_line_holds_what_was_spoken_and_what_the_judge_heard():
     assert row["reference"] == "Hola, buen día."
     assert row["pcm16"] == {"heard": "hola buenos dias", "errors": 1, "words": 3, "wer": 0.3333}
     assert row["opus"]["wer"] == 1.0
+
+
+def test_tts_set_reaches_only_the_synthesiser_that_knows_the_option():
+    import pytest
+
+    from speech.backends import default_registry
+    from speech.errors import UserError
+    from speech.tts.bench import tts_options
+
+    registry = default_registry()
+    assert tts_options(registry, "pt", "default", ["treble_db=0"]) == {"treble_db": 0}  # eSpeak
+    assert tts_options(registry, "en", "default", ["treble_db=0"]) == {}  # Piper has no such option
+    with pytest.raises(UserError, match="no synthesiser has option"):
+        tts_options(registry, "pt", "default", ["nonsense=1"])
