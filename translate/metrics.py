@@ -57,8 +57,18 @@ def erasure(displays: list[list[str]]) -> int:
     return erased
 
 
+def _norm_seq(words: list[str]) -> list[str]:
+    """Each word lower-cased without surrounding punctuation (positions kept: may be empty)."""
+    return [w.strip(".,;:!?\"'()").lower() for w in words]
+
+
 def _norm_words(text: str) -> list[str]:
-    return [w.strip(".,;:!?\"'()").lower() for w in text.split() if w.strip(".,;:!?\"'()")]
+    return [w for w in _norm_seq(text.split()) if w]
+
+
+def _mostly_from(src: list[str], out: list[str]) -> bool:
+    vocab = set(src)
+    return sum(w in vocab for w in out) / len(out) >= 0.6
 
 
 def looks_copied(source: str, output: str) -> bool:
@@ -66,8 +76,7 @@ def looks_copied(source: str, output: str) -> bool:
     src, out = _norm_words(source), _norm_words(output)
     if len(src) < 4 or not out:
         return False
-    vocab = set(src)
-    return sum(w in vocab for w in out) / len(out) >= 0.6
+    return _mostly_from(src, out)
 
 
 def copy_run_start(source: list[str], output: list[str], start: int = 0, run: int = 3) -> int | None:
@@ -86,10 +95,6 @@ def copy_run_start(source: list[str], output: list[str], start: int = 0, run: in
     return None
 
 
-def _norm_seq(words: list[str]) -> list[str]:
-    return [w.strip(".,;:!?\"'()").lower() for w in words]
-
-
 def starts_as_copy(source: str, output: str) -> bool:
     """A sentence start too short for `looks_copied` whose output begins by repeating the source.
 
@@ -98,5 +103,4 @@ def starts_as_copy(source: str, output: str) -> bool:
     src, out = _norm_words(source), _norm_words(output)
     if not src or len(src) >= 4 or not out or out[0] != src[0]:
         return False
-    vocab = set(src)
-    return sum(w in vocab for w in out) / len(out) >= 0.6
+    return _mostly_from(src, out)
