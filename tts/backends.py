@@ -27,15 +27,22 @@ def voice_for(language: str) -> str:
     return "piper-joe" if language.lower().split("-")[0] == "en" else "espeak"
 
 
+def synthesizer_name(language: str, voice: str = "default") -> str:
+    """The registered synthesiser a `--voice` value selects (see `create_synthesizer`)."""
+    voice = voice or "default"
+    if voice == "default":
+        return voice_for(language)
+    return "piper-joe" if voice.endswith(".onnx") else voice.partition(":")[0]
+
+
 def create_synthesizer(registry: Registry, language: str, voice: str = "default", **options: Any):
     """A synthesiser for `language`. `voice`: "default", a registered name ("piper-joe", "espeak"),
     "espeak:<eSpeak voice>" (for example "espeak:pt-br"), or a local Piper voice "path/to/x.onnx"."""
     voice = voice or "default"
-    if voice == "default":
-        voice = voice_for(language)
+    name = synthesizer_name(language, voice)
     if voice.endswith(".onnx"):
-        return registry.create("synthesizer", "piper-joe", model=voice, **options)
-    name, _, variant = voice.partition(":")
+        return registry.create("synthesizer", name, model=voice, **options)
+    variant = voice.partition(":")[2]
     if ("synthesizer", name) not in registry.specs:
         known = ", ".join(registry.names("synthesizer"))
         raise UserError(f"unknown voice {voice!r}; available: {known}, espeak:<voice>, or a local Piper .onnx file")

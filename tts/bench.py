@@ -178,17 +178,18 @@ def tts_options(registry, target: str, voice: str, items: list[str]) -> dict:  #
     from speech.errors import UserError
     from speech.settings import parse_settings
 
-    from .backends import voice_for
+    from .backends import synthesizer_name
 
     options = parse_settings(items, "--tts-set")
     if not options:
         return {}
-    name = voice_for(target) if voice in ("", "default") else voice.partition(":")[0]
-    name = "piper-joe" if name.endswith(".onnx") else name
+    name = synthesizer_name(target, voice)
     known_anywhere = {f.name for n in registry.names("synthesizer") for f in dataclasses.fields(registry.config("synthesizer", n))}
     unknown = set(options) - known_anywhere
     if unknown:
         raise UserError(f"--tts-set: no synthesiser has option(s) {sorted(unknown)}; options: {sorted(known_anywhere)}")
+    if ("synthesizer", name) not in registry.specs:
+        return options  # an unknown --voice: create_synthesizer says which voices there are
     known = {f.name for f in dataclasses.fields(registry.config("synthesizer", name))}
     return {k: v for k, v in options.items() if k in known}
 
