@@ -31,7 +31,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compact", action="store_true", help="write the chunks back to back, without the waits")
     parser.add_argument("--voice", default="default",
                         help="synthesiser: default (piper-joe for en, else espeak), piper-joe, espeak, "
-                             "espeak:<eSpeak voice>, or a local Piper .onnx voice")
+                             "espeak:<eSpeak voice> (e.g. espeak:pt-br+m3), espeak:<path to an eSpeak voice file>, "
+                             "or a local Piper .onnx voice")
     parser.add_argument("--codec", default="pcm16", choices=("pcm16", "opus"), help="codec between TTS and the listener")
     parser.add_argument("--codec-rate", type=int, default=24000, help="codec sample rate in Hz (Opus: 8/12/16/24/48 kHz)")
     parser.add_argument("--bitrate", type=int, default=24000, help="Opus bitrate in bit/s (default 24000)")

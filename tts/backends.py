@@ -37,7 +37,8 @@ def synthesizer_name(language: str, voice: str = "default") -> str:
 
 def create_synthesizer(registry: Registry, language: str, voice: str = "default", **options: Any):
     """A synthesiser for `language`. `voice`: "default", a registered name ("piper-joe", "espeak"),
-    "espeak:<eSpeak voice>" (for example "espeak:pt-br"), or a local Piper voice "path/to/x.onnx"."""
+    "espeak:<eSpeak voice>" (for example "espeak:pt-br"), "espeak:<path to an eSpeak voice file>", or a
+    local Piper voice "path/to/x.onnx"."""
     voice = voice or "default"
     name = synthesizer_name(language, voice)
     if voice.endswith(".onnx"):

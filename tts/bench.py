@@ -183,6 +183,10 @@ def tts_options(registry, target: str, voice: str, items: list[str]) -> dict:  #
     options = parse_settings(items, "--tts-set")
     if not options:
         return {}
+    # the pair and --voice choose these; as options they would collide with them
+    chosen = {"language": "the pair's target", "voice": "--voice", "model": "--voice"}
+    for key in sorted(set(options) & set(chosen)):
+        raise UserError(f"--tts-set {key}=...: set by {chosen[key]}, not by --tts-set")
     name = synthesizer_name(target, voice)
     known_anywhere = {f.name for n in registry.names("synthesizer") for f in dataclasses.fields(registry.config("synthesizer", n))}
     unknown = set(options) - known_anywhere

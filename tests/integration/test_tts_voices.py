@@ -70,17 +70,17 @@ def test_espeak_streams_through_its_callback_and_is_intelligible(registry):
 def test_espeak_treble_boost_streams_like_the_whole_piece(registry):
     from speech.tts.espeak import EspeakSynthesizer, treble_fir
 
-    boosted = create_synthesizer(registry, "pt")
+    boosted = create_synthesizer(registry, "pt", attributes="")  # treble_level is set for eSpeak's own voice
     text = "Contudo, devido a canais de comunicação lentos."
     # eSpeak's output differs by a few samples from call to call (its voice state runs on), so the
     # boosted stream is compared with the same buffers filtered whole.
-    buffers = [c.samples for c in create_synthesizer(registry, "pt", treble_db=0).synthesize(text)]
+    buffers = [c.samples for c in create_synthesizer(registry, "pt", treble_db=0, attributes="").synthesize(text)]
     plain = np.concatenate(buffers)
 
     class Replay:  # the engine's part of a synthesis, replayed: the same buffers again
         sample_rate = boosted.sample_rate
 
-        def resolve(self, language, voice=""):
+        def resolve(self, language, voice="", attributes=()):
             return "pt-br"
 
         def synth(self, text, voice, wpm, consumer, **kw):
@@ -97,6 +97,37 @@ def test_espeak_treble_boost_streams_like_the_whole_piece(registry):
     assert 10.0 < gain_db < 14.0  # +12 dB at 4 kHz against 500 Hz
     rms = lambda x: float(np.sqrt(np.mean(x**2)))  # noqa: E731
     assert 0.8 < rms(first) / rms(plain) < 1.25 and np.abs(first).max() < 0.99  # one level, no clipping
+
+
+def test_espeak_voice_attributes_louder_consonants_no_clipping(registry, tmp_path):
+    text = "Contudo, devido a canais de comunicação lentos, os estilos no oeste podem ficar para trás."
+    plain_synth = create_synthesizer(registry, "pt", attributes="")  # the voice as eSpeak ships it
+    tuned_synth = create_synthesizer(registry, "pt")  # default: TUNED_VOICES["pt-BR"]
+    assert plain_synth.voice == "pt-BR" and tuned_synth.voice.startswith("/")  # a composed voice file
+    assert create_synthesizer(registry, "es").voice == "es"  # not tuned: measured no better
+    plain, tuned = speak(plain_synth, text), speak(tuned_synth, text)
+    rate = tuned_synth.sample_rate
+
+    def share_above_3k(x):
+        power = np.abs(np.fft.rfft(x)) ** 2
+        return power[np.fft.rfftfreq(len(x), 1 / rate) > 3000].sum() / power.sum()
+
+    assert share_above_3k(tuned) > 1.5 * share_above_3k(plain)  # "consonants 400 400" took effect
+    assert np.abs(tuned).max() < 0.99  # the lower eSpeak volume keeps the louder consonants unclipped
+    errors, heard = roundtrip(registry, tuned, rate, text, "pt")
+    assert errors.wer <= 0.4, heard
+    # a user's voice file at a path eSpeak could not read itself (capitals; it lower-cases paths)
+    from speech.tts.espeak import engine
+
+    user = tmp_path / "My Voices" / "Clear"
+    user.parent.mkdir()
+    user.write_text("name Clear\nlanguage pt-br\ndictrules 2\n")
+    clear = create_synthesizer(registry, "pt", voice=f"espeak:{user}", attributes="consonants 200 200")
+    assert open(clear.voice).read().endswith("consonants 200 200\n") and len(speak(clear, text)) > rate
+    with pytest.raises(UserError, match="not one of"):
+        create_synthesizer(registry, "pt", attributes="konsonants 200")
+    with pytest.raises(UserError, match="not found"):
+        engine().resolve("pt", str(tmp_path / "missing"))
 
 
 def test_espeak_variant_names_keep_their_case(registry):

@@ -126,3 +126,6 @@ def test_tts_set_reaches_only_the_synthesiser_that_knows_the_option():
     assert tts_options(registry, "en", "default", ["treble_db=0"]) == {}  # Piper has no such option
     with pytest.raises(UserError, match="no synthesiser has option"):
         tts_options(registry, "pt", "default", ["nonsense=1"])
+    # the voice comes from --voice: as an option it collided with it (a TypeError per clip)
+    with pytest.raises(UserError, match="--voice"):
+        tts_options(registry, "pt", "default", ["voice=pt-br+m3"])
