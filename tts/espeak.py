@@ -44,10 +44,11 @@ class VoiceTuning:
     volume: int
 
 
-# Voices measured more intelligible with attributes (docs/synthesis.md, "Voice attributes"): no
-# pitch flutter, consonants 4x eSpeak's default. pt-BR round trip, Opus 24 kbit/s, on 2,400 held-out
-# words: 42.0 -> 35.7 % (PCM16 36.6 -> 35.1 %); Spanish unchanged, so not applied there. The volume
-# keeps the voice's peaks under full scale after the treble boost, which lifts the consonants further.
+# Voices measured more intelligible with attributes (docs/synthesis.md, "Stop 11: voice attributes"):
+# no pitch flutter, consonants 4x eSpeak's default. pt-BR round trip on 40 tuning FLORES lines (3
+# draws) 53.3 -> 49.9 %, Opus 24 kbit/s 60.0 -> 54.2 %; on 40 other lines 55.3 -> 54.0 %, Opus 65.5 ->
+# 54.0 %. Spanish measured no better, so not applied there. The volume keeps the peaks under full
+# scale after the treble boost, which lifts the louder consonants further.
 TUNED_VOICES = {"pt-BR": VoiceTuning("flutter 0; consonants 400 400", volume=40)}
 
 
