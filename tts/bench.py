@@ -187,6 +187,10 @@ def tts_options(registry, target: str, voice: str, items: list[str]) -> dict:  #
     chosen = {"language": "the pair's target", "voice": "--voice", "model": "--voice"}
     for key in sorted(set(options) & set(chosen)):
         raise UserError(f"--tts-set {key}=...: set by {chosen[key]}, not by --tts-set")
+    if options.get("attributes", "default") != "default":  # checked before any clip, not once per clip
+        from .espeak_voice import parse_attributes
+
+        parse_attributes(str(options["attributes"]))
     name = synthesizer_name(target, voice)
     known_anywhere = {f.name for n in registry.names("synthesizer") for f in dataclasses.fields(registry.config("synthesizer", n))}
     unknown = set(options) - known_anywhere

@@ -129,3 +129,6 @@ def test_tts_set_reaches_only_the_synthesiser_that_knows_the_option():
     # the voice comes from --voice: as an option it collided with it (a TypeError per clip)
     with pytest.raises(UserError, match="--voice"):
         tts_options(registry, "pt", "default", ["voice=pt-br+m3"])
+    with pytest.raises(UserError, match="'konsonants' .* not one of"):  # before any clip is synthesised
+        tts_options(registry, "pt", "default", ["attributes=konsonants 1"])
+    assert tts_options(registry, "pt", "default", ["attributes=flutter 0"]) == {"attributes": "flutter 0"}
