@@ -213,7 +213,8 @@ class EspeakSynthesizer:
     def __init__(self, config: EspeakConfig, engine_: EspeakEngine) -> None:
         self.config = config
         self._engine = engine_
-        tuning = TUNED_VOICES.get(engine_.resolve(config.language, config.voice).partition("+")[0])
+        user_file = "/" in config.voice.partition("+")[0]  # a user's voice file is never tuned: no lookup (a copy)
+        tuning = None if user_file else TUNED_VOICES.get(engine_.resolve(config.language, config.voice).partition("+")[0])
         attributes = config.attributes
         if attributes == "default":
             attributes = tuning.attributes if tuning else ""
