@@ -21,7 +21,7 @@ import numpy as np
 from speech.errors import UserError
 from speech.types import AudioChunk
 
-from .espeak_voice import VoiceFiles, parse_attributes
+from .espeak_voice import VoiceFiles, is_voice_file, parse_attributes
 from .text import clean_text
 
 _AUDIO_OUTPUT_SYNCHRONOUS = 2
@@ -125,7 +125,7 @@ class EspeakEngine:
         path, with `attributes` (voice-file lines, `espeak_voice.parse_attributes`) added; a clear
         error when the voice is unknown."""
         wanted, plus, variant = (voice or PREFERRED_VOICE.get(language.lower(), language)).partition("+")
-        if "/" in wanted:  # a user's voice file: loaded from a copy (eSpeak's path limits)
+        if is_voice_file(wanted):  # a user's voice file: loaded from a copy (eSpeak's path limits)
             return self._files.compose(self._files.user_text(wanted), attributes, variant)
         wanted = wanted.lower()  # "es+m3": a voice with a variant; variant files are case-sensitive ("+Henrique")
         for key in (wanted, wanted.replace("_", "-")):
@@ -150,7 +150,7 @@ class EspeakEngine:
         Every parameter is set on every call: the library's state is shared by all sessions."""
         data = text.encode("utf-8")
         with self._lock:
-            load = self._lib.espeak_SetVoiceByFile if "/" in voice.partition("+")[0] else self._lib.espeak_SetVoiceByName
+            load = self._lib.espeak_SetVoiceByFile if is_voice_file(voice) else self._lib.espeak_SetVoiceByName
             if load(voice.encode()) != 0:
                 raise UserError(f"eSpeak NG cannot load voice {voice!r}")
             for param, value in ((_RATE, words_per_minute), (_VOLUME, volume), (_PITCH, pitch), (_RANGE, pitch_range),
@@ -213,8 +213,8 @@ class EspeakSynthesizer:
     def __init__(self, config: EspeakConfig, engine_: EspeakEngine) -> None:
         self.config = config
         self._engine = engine_
-        user_file = "/" in config.voice.partition("+")[0]  # a user's voice file is never tuned: no lookup (a copy)
-        tuning = None if user_file else TUNED_VOICES.get(engine_.resolve(config.language, config.voice).partition("+")[0])
+        # a user's voice file is never tuned, and resolving it here would write one more copy
+        tuning = None if is_voice_file(config.voice) else TUNED_VOICES.get(engine_.resolve(config.language, config.voice).partition("+")[0])
         attributes = config.attributes
         if attributes == "default":
             attributes = tuning.attributes if tuning else ""

@@ -23,6 +23,11 @@ ATTRIBUTES = (
 MAX_PATH = 59  # the library's buffer, less its terminating zero
 
 
+def is_voice_file(voice: str) -> bool:
+    """A voice given as a file's path ("/tmp/x/voice+m3"), not as an installed voice's name."""
+    return "/" in voice.partition("+")[0]
+
+
 def parse_attributes(text: str) -> tuple[str, ...]:
     """"flutter 0; consonants 400 400" -> ("flutter 0", "consonants 400 400"), checked: eSpeak
     silently ignores a line it does not know, so a typo would change nothing without a word."""
