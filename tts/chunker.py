@@ -8,7 +8,8 @@ sentence sounds natural but adds seconds. The chunker speaks at the first natura
 - a clause boundary (, ; :) once at least `min_words` words wait;
 - `max_words` words waiting without any break;
 - a time-out: no new commit for `timeout_s` (the translator is stuck waiting for source words)
-  while words wait.
+  while words wait; `short_timeout_s` while fewer than `min_words` wait, since a word or two
+  spoken alone get a sentence's intonation and are the hardest to follow.
 
 Only committed words enter: tentative words may still change and are never spoken.
 Times are the session's wall times (computation-aware), so the same rules hold on the simulated
@@ -29,6 +30,7 @@ class ChunkerConfig:
     min_words: int = 3  # fewest words spoken at a clause boundary (sentence ends always speak)
     max_words: int = 10  # speak at the latest after this many words without a break
     timeout_s: float = 0.8  # speak what waits when no word was committed for this long
+    short_timeout_s: float = 1.2  # the same while fewer than min_words wait (0: timeout_s)
     # When one update commits many words at once (a translator that commits whole sentences), cut
     # the first piece after this many words (0: max_words): its audio starts sooner, and the rest
     # is synthesised while it plays.
@@ -46,8 +48,10 @@ class ChunkerConfig:
             raise ValueError(
                 f"chunker needs 1 <= min_words <= max_words, got {self.min_words} and {self.max_words}"
             )
-        if self.timeout_s <= 0:
-            raise ValueError(f"chunker time-out must be positive, got {self.timeout_s}")
+        if self.timeout_s <= 0 or self.short_timeout_s < 0:
+            raise ValueError(
+                f"chunker time-outs must be positive, got {self.timeout_s} and {self.short_timeout_s}"
+            )
 
 
 @dataclass(frozen=True)
@@ -86,7 +90,10 @@ class TextChunker:
         """When the words that wait will be spoken if nothing else arrives (None: nothing waits)."""
         if not self._pending:
             return None
-        return self._pending[-1].wall_time + self.config.timeout_s
+        timeout = self.config.timeout_s
+        if self.config.short_timeout_s and len(self._pending) < self.config.min_words:
+            timeout = self.config.short_timeout_s
+        return self._pending[-1].wall_time + timeout
 
     def expire(self, now: float) -> list[SpeechPiece]:
         """Speak what waits if its time-out has passed at `now`."""

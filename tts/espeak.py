@@ -44,12 +44,19 @@ class VoiceTuning:
     volume: int
 
 
-# Voices measured more intelligible with attributes (docs/synthesis.md, "Stop 11: voice attributes"):
-# no pitch flutter, consonants 4x eSpeak's default. pt-BR round trip on 40 tuning FLORES lines (3
-# draws) 53.3 -> 49.9 %, Opus 24 kbit/s 60.0 -> 54.2 %; on 40 other lines 55.3 -> 54.0 %, Opus 65.5 ->
-# 54.0 %. Spanish measured no better, so not applied there. The volume keeps the peaks under full
+# Voices measured more intelligible with attributes (docs/synthesis.md, "Stop 11: voice attributes"
+# and "Stop 12: the r sounds"). pt-BR: no pitch flutter, consonants 4x eSpeak's default, and every
+# r spoken as eSpeak's alveolar "r" without the schwa eSpeak puts after a tap before a consonant.
+# Whisper heard eSpeak's velar "x" (rato, carro) as "h" or nothing and its tap (para, literatura) as
+# "t"/"d". Round trip on 40 tuning FLORES lines: as shipped 53.3 %, flutter/consonants 49.9 % (3 draws
+# each), with the r sounds 36.5 % (Opus 36.9 %); on 40 other lines 54.0 -> 38.7 % (Opus 38.9 %). Spanish measured
+# no better with flutter/consonants, so not applied there. The volume keeps the peaks under full
 # scale after the treble boost, which lifts the louder consonants further.
-TUNED_VOICES = {"pt-BR": VoiceTuning("flutter 0; consonants 400 400", volume=40)}
+TUNED_VOICES = {
+    "pt-BR": VoiceTuning(
+        "flutter 0; consonants 400 400; replace 00 x r; replace 00 * r; replace 00 @- NULL", volume=40
+    ),
+}
 
 
 class _Voice(ctypes.Structure):

@@ -1,5 +1,6 @@
 """eSpeak NG voice files composed at run time: a voice's own file (a language's, or a user's) with
-acoustic attributes added, such as "flutter 0; consonants 400 400".
+attributes added, such as "flutter 0; consonants 400 400" (its sound) or "replace 00 x r" (a phoneme
+spoken as another).
 
 eSpeak reads such attributes only from voice files. `espeak_SetVoiceByFile` copies the path into a
 60-byte buffer and lower-cases it, so the composed file goes in a private folder whose path is
@@ -20,6 +21,11 @@ ATTRIBUTES = (
     "breath", "breathw", "consonants", "echo", "flutter", "formant", "intonation", "klatt", "pitch",
     "roughness", "speed", "stressAdd", "stressAmp", "stressLength", "tone", "voicing",
 )
+# "replace FLAGS PHONEME REPLACEMENT": speak one of the language's phonemes (eSpeak's mnemonic, as
+# `espeak-ng -x` prints it) as another, or not at all (NULL). FLAGS: 1 only at the end of a word, 2 only
+# in unstressed syllables, 3 both, 0 everywhere. eSpeak does not check the names: an unknown phoneme
+# is ignored silently.
+REPLACE = "replace"
 MAX_PATH = 59  # the library's buffer, less its terminating zero
 
 
@@ -34,11 +40,25 @@ def parse_attributes(text: str) -> tuple[str, ...]:
     lines = tuple(" ".join(part.split()) for part in text.split(";") if part.strip())
     for line in lines:
         key, *values = line.split()
+        if key == REPLACE:
+            _check_replace(line, values)
+            continue
         if key not in ATTRIBUTES:
-            raise UserError(f"eSpeak voice attribute {key!r} in {text!r} is not one of: {', '.join(ATTRIBUTES)}")
+            known = ", ".join(ATTRIBUTES + (REPLACE,))
+            raise UserError(f"eSpeak voice attribute {key!r} in {text!r} is not one of: {known}")
         if not values or not all(v.lstrip("-").isdigit() for v in values):
             raise UserError(f"eSpeak voice attribute {line!r}: give whole numbers, e.g. 'consonants 400 400'")
     return lines
+
+
+def _check_replace(line: str, values: list[str]) -> None:
+    flags, *phonemes = values or [""]
+    # eSpeak packs a phoneme name into 4 bytes: a longer name would be cut to another phoneme
+    if not (len(phonemes) == 2 and flags.isdigit() and 0 <= int(flags) <= 3 and phonemes[0] != "NULL"
+            and all(p.isascii() and len(p) <= 4 for p in phonemes)):
+        raise UserError(f"eSpeak voice attribute {line!r}: write 'replace FLAGS PHONEME REPLACEMENT', "
+                        "e.g. 'replace 00 x r' (FLAGS 0-3; phoneme names of 1-4 characters, as espeak-ng -x "
+                        "prints them; NULL drops the phoneme)")
 
 
 class VoiceFiles:

@@ -22,6 +22,17 @@ def test_attributes_are_split_and_checked():
         parse_attributes("flutter")
 
 
+def test_phoneme_replacements_are_checked_before_espeak_sees_them():
+    assert parse_attributes("replace 00 x r; replace 03  @- NULL") == ("replace 00 x r", "replace 03 @- NULL")
+    # eSpeak packs a phoneme name into 4 bytes: refuse what it would cut to another phoneme, flags
+    # it does not have, and a replacement of nothing
+    bad_lines = ("replace 00 x", "replace x r s", "replace 4 x r", "replace 00 abcde r", "replace", "replace 00 x ç",
+                 "replace 00 NULL r")
+    for bad in bad_lines:
+        with pytest.raises(UserError, match="replace FLAGS PHONEME REPLACEMENT"):
+            parse_attributes(bad)
+
+
 def test_composed_file_has_the_base_then_the_attributes_at_a_path_espeak_can_read(tmp_path):
     data = tmp_path / "espeak-ng-data"
     (data / "lang" / "roa").mkdir(parents=True)

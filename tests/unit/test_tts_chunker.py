@@ -54,7 +54,7 @@ def test_max_words_cuts_long_runs_but_leaves_no_tiny_tail():
 
 
 def test_timeout_speaks_what_waits_at_the_deadline():
-    c = TextChunker(ChunkerConfig(min_words=3, max_words=10, timeout_s=0.5))
+    c = TextChunker(ChunkerConfig(min_words=3, max_words=10, timeout_s=0.5, short_timeout_s=0))
     c.push(upd("el gato", t=1.0))
     assert c.deadline() == pytest.approx(1.5)
     assert c.expire(1.4) == []
@@ -62,6 +62,18 @@ def test_timeout_speaks_what_waits_at_the_deadline():
     assert texts(pieces) == ["el gato"]
     assert pieces[0].reason == "timeout" and pieces[0].ready_time == pytest.approx(1.5)
     assert c.waiting == 1
+
+
+def test_a_word_or_two_wait_longer_than_a_clause():
+    c = TextChunker(ChunkerConfig(min_words=3, max_words=10, timeout_s=0.8, short_timeout_s=1.2))
+    c.push(upd("el gato", t=1.0))
+    assert c.deadline() == pytest.approx(2.2)  # fewer than min_words: the longer time-out
+    assert c.expire(1.9) == []
+    assert c.push(upd("negro", t=2.0)) == []  # the third word came in time: no lone pair spoken
+    assert c.deadline() == pytest.approx(2.8)  # three wait now: the usual time-out
+    assert texts(c.expire(2.8)) == ["el gato negro"]
+    with pytest.raises(ValueError):
+        ChunkerConfig(short_timeout_s=-1)
 
 
 def test_final_and_flush():

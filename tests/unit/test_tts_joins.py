@@ -29,6 +29,19 @@ def test_trim_keeps_short_fixed_pauses():
     assert trim_padding(np.zeros(1000, np.float32), RATE).size == 0
 
 
+def test_a_faint_last_burst_after_a_silence_is_cut_with_the_padding():
+    def word_then(closure_s: float, burst: np.ndarray) -> np.ndarray:
+        return padded(0.07, np.concatenate([tone(0.5), np.zeros(int(RATE * closure_s), np.float32), burst]), 0.2)
+
+    faint = tone(0.01, level=0.005)  # -49 dBFS RMS: a final stop's release 30 dB under the word
+    y = trim_padding(word_then(0.065, faint), RATE)
+    assert abs(len(y) / RATE - (0.5 + 0.010 + 0.025)) < 0.006  # ends 25 ms after the word
+    assert len(trim_padding(word_then(0.065, faint), RATE, JoinConfig(faint_ms=0))) / RATE > 0.5 + 0.065 + 0.01
+    # kept: a faint burst right after the word, a loud one, a long one
+    for x in (word_then(0.015, faint), word_then(0.065, tone(0.01, level=0.05)), word_then(0.065, tone(0.05, level=0.005))):
+        assert len(trim_padding(x, RATE)) == len(trim_padding(x, RATE, JoinConfig(faint_ms=0)))
+
+
 def test_edges_start_and_end_at_zero_and_loudness_is_not_normalised():
     x = tone(0.3, level=0.1)
     y = shape_edges(x, RATE, 8)
