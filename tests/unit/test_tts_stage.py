@@ -97,7 +97,8 @@ def test_live_time_out_speaks_without_waiting_for_the_next_update():
     async def main():
         clock = WallClock()
         log = EventLog()
-        stage = TtsStage(FakeSynth(), clock, log, chunker=ChunkerConfig(min_words=3, max_words=8, timeout_s=0.2))
+        chunker = ChunkerConfig(min_words=3, max_words=8, timeout_s=0.2, short_timeout_s=0.3)
+        stage = TtsStage(FakeSynth(), clock, log, chunker=chunker)
         inbox: Channel[TextUpdate] = Channel(4)
         outbox: Channel[AudioChunk] = Channel(4)
         task = asyncio.create_task(stage.run(inbox, outbox))
@@ -108,7 +109,7 @@ def test_live_time_out_speaks_without_waiting_for_the_next_update():
         return chunk
 
     chunk = asyncio.run(main())
-    assert chunk.text == "uno dos" and chunk.wall_time >= 0.2
+    assert chunk.text == "uno dos" and chunk.wall_time >= 0.3  # two words: the short-piece time-out
 
 
 def test_sink_places_chunks_and_decoded_packets_on_the_listener_timeline():
