@@ -38,7 +38,7 @@ PREFERRED_VOICE = {"en": "en-us", "pt": "pt-br", "zh": "cmn", "nb": "nb", "no": 
 
 @dataclass(frozen=True)
 class VoiceTuning:
-    attributes: str  # eSpeak voice-file lines (`espeak_voice.ATTRIBUTES`)
+    attributes: str  # eSpeak voice-file lines (`espeak_voice.parse_attributes`: sound and `replace`)
     # eSpeak's volume, 0-200 (its default 100): louder consonants raise the speech's RMS, and eSpeak
     # clips at 16 bits inside, so the level comes down there
     volume: int
@@ -48,10 +48,10 @@ class VoiceTuning:
 # and "Stop 12: the r sounds"). pt-BR: no pitch flutter, consonants 4x eSpeak's default, and every
 # r spoken as eSpeak's alveolar "r" without the schwa eSpeak puts after a tap before a consonant.
 # Whisper heard eSpeak's velar "x" (rato, carro) as "h" or nothing and its tap (para, literatura) as
-# "t"/"d". Round trip on 40 tuning FLORES lines: as shipped 53.3 %, flutter/consonants 49.9 % (3 draws
-# each), with the r sounds 36.5 % (Opus 36.9 %); on 40 other lines 54.0 -> 38.7 % (Opus 38.9 %). Spanish measured
-# no better with flutter/consonants, so not applied there. The volume keeps the peaks under full
-# scale after the treble boost, which lifts the louder consonants further.
+# "t"/"d". Round trip on 40 tuning FLORES lines: as shipped 53.3 %, flutter/consonants 49.9 % (3
+# draws each), with the r sounds 36.5 % (Opus 36.9 %); on 40 other lines 54.0 -> 38.7 % (Opus
+# 38.9 %). Spanish measured no better with flutter/consonants, so not applied there. The volume
+# keeps the peaks under full scale after the treble boost, which lifts the louder consonants further.
 TUNED_VOICES = {
     "pt-BR": VoiceTuning(
         "flutter 0; consonants 400 400; replace 00 x r; replace 00 * r; replace 00 @- NULL", volume=40
@@ -194,8 +194,9 @@ class EspeakConfig:
     # lifted: round trip 59.3 -> 52.7 % on 40 held-out FLORES lines (docs/synthesis.md). 0: off.
     treble_db: float = 12.0
     treble_level: float = 0.703  # one fixed level: the 12 dB boost raises speech RMS ~1.42x
-    # eSpeak voice-file lines added to the voice, ";"-separated (`espeak_voice.ATTRIBUTES`), e.g.
-    # "consonants 400 400"; "default": the voice's entry in TUNED_VOICES; "": the voice as shipped
+    # eSpeak voice-file lines added to the voice, ";"-separated (`espeak_voice.parse_attributes`),
+    # e.g. "consonants 400 400; replace 00 x r"; "default": the voice's entry in TUNED_VOICES; "":
+    # the voice as shipped
     attributes: str = "default"
     volume: int = 0  # eSpeak's volume, 1-200; 0: the tuned voice's (TUNED_VOICES), else eSpeak's 100
 

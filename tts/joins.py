@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 
+FRAME_S = 0.005  # the 5 ms frames that the trim and the measure judge sound by
+
+
 @dataclass(frozen=True)
 class JoinConfig:
     silence_db: float = -50.0  # a 5 ms frame quieter than this (dBFS RMS) counts as padding
@@ -49,7 +52,7 @@ def _db(x: float) -> float:
 
 def trim_padding(samples: np.ndarray, rate: int, config: JoinConfig = JoinConfig()) -> np.ndarray:
     """Cut leading/trailing silence down to the configured pauses; all-silent input gives empty."""
-    frame = max(1, int(rate * 0.005))
+    frame = max(1, int(rate * FRAME_S))
     db = _frame_db(samples, frame)
     voiced = np.nonzero(db > config.silence_db)[0]
     if len(voiced) == 0:
@@ -64,11 +67,12 @@ def _without_faint_tail(voiced: np.ndarray, db: np.ndarray, config: JoinConfig) 
     """`voiced` (indices of 5 ms frames) less a faint last stretch after a silence (see JoinConfig)."""
     if config.faint_ms <= 0:
         return voiced
-    gaps = np.nonzero(np.diff(voiced) > config.faint_gap_ms / 5)[0]  # a silence after voiced[i]
+    frames = lambda ms: round(ms / 1000 / FRAME_S)  # noqa: E731
+    gaps = np.nonzero(np.diff(voiced) > frames(config.faint_gap_ms))[0]  # a silence after voiced[i]
     if len(gaps) == 0:
         return voiced
     tail = voiced[gaps[-1] + 1 :]
-    if len(tail) * 5 <= config.faint_ms and db[tail].max() <= config.faint_db:
+    if len(tail) <= frames(config.faint_ms) and db[tail].max() <= config.faint_db:
         return voiced[: gaps[-1] + 1]
     return voiced
 
@@ -172,7 +176,7 @@ def measure_joins(
 ) -> list[JoinReport]:
     """Per join: gap, level jump, step; `left_texts[i]`: the text of the chunk before join i (when
     known) marks the joins after punctuation."""
-    frame = max(1, int(rate * 0.005))
+    frame = max(1, int(rate * FRAME_S))
     db = _frame_db(samples, frame)
     silent = db <= silence_db
     reports = []
