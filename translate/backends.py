@@ -16,8 +16,9 @@ DEFAULT_POLICY = "local-agreement"
 LLM_ENGINES = ("gemma-270m", "gguf")
 
 # The pairs each translator can take here, as lazy references (nothing heavy is imported): the
-# edges of the translation graph (graph.py). A new backend adds its line; "gguf" needs a model
-# path, so it takes part in explicit paths only (`gguf:en-de` with --model).
+# edges of the translation graph (graph.py). A backend not listed here takes part when its factory's
+# module defines `installed_pairs(name, options)`; "gguf" needs a model path, so it takes part in
+# explicit paths only (`gguf:en-de` with --model).
 ENGINE_PAIRS = {
     "bergamot": "speech.translate.nmt:installed_pairs",
     "apertium": "speech.translate.apertium:installed_pairs",
@@ -34,17 +35,20 @@ INSTALL = {
 
 def discoverable_engines(registry: Registry) -> list[str]:
     """The translators whose edges are found without options (every one but "gguf")."""
-    return [n for n in registry.names("translator") if n in ENGINE_PAIRS and n != "gguf"]
+    return [n for n in registry.names("translator") if n != "gguf"]
 
 
 def engine_pairs(registry: Registry, name: str, options: dict | None = None) -> tuple[tuple[str, str], ...]:
-    """The (source, target) pairs translator `name` can take here; () when it is not installed."""
+    """The (source, target) pairs translator `name` can take here; () when it is not installed or
+    says nothing about its pairs."""
     import importlib
 
-    if name not in ENGINE_PAIRS or ("translator", name) not in registry.specs or not registry.available("translator", name):
+    if ("translator", name) not in registry.specs or not registry.available("translator", name):
         return ()
-    module, _, attr = ENGINE_PAIRS[name].partition(":")
-    return tuple(getattr(importlib.import_module(module), attr)(name, options or {}))
+    ref = ENGINE_PAIRS.get(name) or registry.spec("translator", name).factory.partition(":")[0] + ":installed_pairs"
+    module, _, attr = ref.partition(":")
+    pairs = getattr(importlib.import_module(module), attr, None)
+    return tuple(pairs(name, options or {})) if pairs else ()
 
 
 def install_hint(name: str, source: str, target: str) -> str:
