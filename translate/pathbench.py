@@ -5,8 +5,9 @@ For each requested pair, every path of at most `--max-hops` installed edges is t
 (whole lines), and the `--top` best by offline chrF are then streamed word by word (simultaneous
 chrF, BLEU, LAAL, erasure, update time). Paths with an LLM edge (Gemma-3-270M: 0.2-0.6 s an
 update, where an Apertium hop costs a few ms) are restricted to keep the run affordable on two
-cores: the direct LLM edge of each pair, and multi-hop LLM paths only for pairs that no other
-path reaches, all on `--llm-lines` lines; the table says so per row.
+cores: the direct LLM edge of each pair (always streamed too, so the table shows where the LLM
+stands), and two-hop paths with one LLM edge only for pairs that no other path reaches, all on
+`--llm-lines` lines; the table says so per row.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ PATH_PAIRS = "en-es,en-fr,es-en,fr-en,en-pt,pt-en,en-it,en-ca,en-gl,en-de"
 
 
 def candidate_paths(edges, source: str, target: str, max_hops: int) -> list[TranslationPath]:  # noqa: ANN001
-    """The paths worth scoring: all without an LLM edge; the direct LLM edge; LLM paths with one
-    LLM edge only where no LLM-free path exists."""
+    """The paths worth scoring: all without an LLM edge; the direct LLM edge; two-hop paths with
+    one LLM edge only where no LLM-free path exists."""
     from .backends import LLM_ENGINES
 
     paths = find_paths(edges, source, target, max_hops)
@@ -33,7 +34,7 @@ def candidate_paths(edges, source: str, target: str, max_hops: int) -> list[Tran
         return sum(e.engine in LLM_ENGINES for e in p)
 
     free = [p for p in paths if not llm_edges(p)]
-    return free + [p for p in paths if llm_edges(p) and (len(p) == 1 or (not free and llm_edges(p) == 1))]
+    return free + [p for p in paths if llm_edges(p) and (len(p) == 1 or (not free and llm_edges(p) == 1 and len(p) <= 2))]
 
 
 def command_line(source: str, target: str, args) -> str:  # noqa: ANN001
@@ -62,7 +63,7 @@ def score_pair(registry, source: str, target: str, args, progress_label: str = "
             rows.append(row)
     by_offline = sorted(rows, key=lambda r: -r["offline_chrf"])
     chosen = by_offline[: args.top]
-    chosen += [r for r in rows if "note" in r and r not in chosen]  # where the LLM stands, streamed too
+    chosen += [r for r in rows if "note" in r and r["hops"] == 1 and r not in chosen]  # where the LLM stands
     with Progress(sum(r["lines"] for r in chosen), f"paths {source}-{target} simultaneous") as bar:
         for row in chosen:
             r = bench_pair(registry, source, target, row["path"], args.policy, row["lines"], args.shots, args.data,

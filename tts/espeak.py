@@ -33,7 +33,8 @@ _RATE, _VOLUME, _PITCH, _RANGE, _WORDGAP = 1, 2, 3, 4, 7
 _BUFFER_MS = 20  # callback granularity
 
 # Usual language codes -> the eSpeak NG voice for them (the rest are looked up as given).
-PREFERRED_VOICE = {"en": "en-us", "pt": "pt-br", "zh": "cmn", "nb": "nb", "no": "nb"}
+# eSpeak NG has no Galician: its orthography reads closest with the Spanish voice (docs/translation.md).
+PREFERRED_VOICE = {"en": "en-us", "pt": "pt-br", "zh": "cmn", "nb": "nb", "no": "nb", "gl": "es"}
 
 
 @dataclass(frozen=True)

@@ -184,3 +184,15 @@ def test_committed_target_words_survive_a_pivot_that_changes_between_updates():
 
 def test_policy_defaults_of_a_path_are_those_of_its_last_engine():
     assert backends.default_policy_options("bergamot:en-pt,apertium:pt-es") == backends.default_policy_options("apertium")
+
+
+def test_path_bench_restricts_llm_edges_to_keep_scoring_affordable():
+    from speech.translate.pathbench import candidate_paths
+
+    edges = [Edge("apertium", "en", "es"), Edge("apertium", "es", "fr"), Edge("gemma-270m", "en", "fr"),
+             Edge("gemma-270m", "en", "es"), Edge("gemma-270m", "es", "de"), Edge("gemma-270m", "en", "de"),
+             Edge("gemma-270m", "es", "fr")]
+    # a pair with an LLM-free path: those, plus the direct LLM edge only
+    assert [path_spec(p) for p in candidate_paths(edges, "en", "fr", 3)] == ["apertium:en-es,apertium:es-fr", "gemma-270m:en-fr"]
+    # German: only LLM paths, with one LLM edge and at most two hops
+    assert [path_spec(p) for p in candidate_paths(edges, "en", "de", 3)] == ["gemma-270m:en-de", "apertium:en-es,gemma-270m:es-de"]
