@@ -160,13 +160,17 @@ def load_table(path: Path = PATHS_FILE) -> dict:
 
 
 def ranked_rows(table: dict, source: str, target: str) -> list[dict]:
-    """The pair's rows, best first: simultaneous chrF where measured, then offline chrF; fewer hops
-    break ties."""
+    """The pair's rows, best first (see `rank`)."""
     return rank(table.get("pairs", {}).get(f"{source}-{target}", {}).get("rows", []))
 
 
 def rank(rows: list[dict]) -> list[dict]:
-    return sorted(rows, key=lambda r: ("chrf" not in r, -r.get("chrf", r.get("offline_chrf", 0.0)), r.get("hops", 1)))
+    """Rows scored on all the pair's lines first (an LLM row scored on 10 lines is not comparable
+    with a chain scored on 100: the first lines are easier), then streamed rows before offline-only
+    ones, then simultaneous (else offline) chrF; fewer hops break ties."""
+    full = max((r.get("lines", 0) for r in rows), default=0)
+    return sorted(rows, key=lambda r: (r.get("lines", 0) < full, "chrf" not in r,
+                                       -r.get("chrf", r.get("offline_chrf", 0.0)), r.get("hops", 1)))
 
 
 @dataclass

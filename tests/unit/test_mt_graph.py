@@ -10,7 +10,7 @@ from speech.registry import BackendSpec, Registry
 from speech.translate import backends
 from speech.translate.chain import ChainStream, drop_invented_end
 from speech.translate.graph import (Edge, default_route, find_paths, installed_edges, missing, parse_path, parse_paths,
-                                    path_spec, resolve)
+                                    path_spec, ranked_rows, resolve)
 from speech.translate.metrics import erasure
 from speech.translate.simulate import translate_stream
 from speech.translate.stage import open_stream, open_translation
@@ -99,6 +99,8 @@ TABLE = {"pairs": {"en-es": {"rows": [
     {"path": "tag:en-pt,flap:pt-es", "hops": 2, "lines": 100, "offline_chrf": 50.0, "chrf": 49.5, "bleu": 17.0, "laal_words": 3.1},
     {"path": "tag:en-es", "hops": 1, "lines": 100, "offline_chrf": 55.0},  # offline only: ranks after streamed rows
     {"path": "tag:en-pt,tag:pt-es", "hops": 2, "lines": 100, "offline_chrf": 48.0, "chrf": 47.0, "bleu": 15.0, "laal_words": 3.0},
+    # scored on 10 lines only (an LLM row): not comparable with the 100-line rows, ranks after them
+    {"path": "tag:en-es", "hops": 1, "lines": 10, "offline_chrf": 70.0, "chrf": 70.0, "bleu": 30.0, "laal_words": 3.0},
 ]}}}
 
 
@@ -106,10 +108,11 @@ def test_default_is_the_best_measured_installed_path_falling_back_to_the_next():
     reg = fake_registry()
     route = default_route(reg, "en", "es", TABLE)
     assert route.spec == "tag:en-pt,flap:pt-es"  # the best row needs `absent`, not installed
-    assert "best installed of 4 measured paths" in route.reason and "chrF 49.5 simultaneous" in route.reason
+    assert "best installed of 5 measured paths" in route.reason and "chrF 49.5 simultaneous" in route.reason
     assert route.skipped and route.skipped[0].startswith("absent:en-es") and "not installed" in route.skipped[0]
     assert "not installed: absent:en-es" in route.explain()
     assert route.backend == "tag:en-pt,flap:pt-es"
+    assert [r["path"] for r in ranked_rows(TABLE, "en", "es")][-1:] == ["tag:en-es"]
 
 
 def test_default_without_a_measured_row_takes_the_shortest_installed_path():
