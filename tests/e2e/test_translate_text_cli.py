@@ -67,3 +67,19 @@ def test_bad_input_is_one_clear_line(args, stdin, message):
 def test_help():
     out = speech("translate-text", "--help")
     assert out.returncode == 0 and "--policy" in out.stdout and "--wpm" in out.stdout
+
+
+def test_explain_prints_the_path_and_a_path_that_does_not_chain_is_refused():
+    import shutil
+
+    if shutil.which("apertium-wblank-mode") is None:
+        pytest.skip("Debian's apertium is not installed (scripts/setup.sh installs it)")
+    out = speech("translate-text", "--source", "en", "--target", "es", "--explain", "--final-only", stdin="The black cat sleeps.")
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.splitlines()[0].startswith("path: ") and "\nwhy: " in out.stderr
+    assert out.stdout.strip()  # and it translated
+    out = speech("translate-text", "--source", "en", "--target", "es", "--backend", "bergamot:en-pt,apertium:es-fr",
+                 stdin="The black cat sleeps.")
+    assert out.returncode != 0
+    assert "does not chain: bergamot:en-pt ends in pt but apertium:es-fr starts from es" in out.stderr
+    assert "Traceback" not in out.stderr
