@@ -50,12 +50,15 @@ class TranslateStage:
     compute_s: float = 0.0
     emitted: int = 0
     _last_source_time: float = field(default=0.0, repr=False)
+    # when the newest source word read so far was spoken (its end), for the listener's lag
+    _spoken_time: float | None = field(default=None, repr=False)
 
     async def run(self, inbox: Channel[TextUpdate], outbox: Channel[TextUpdate]) -> None:
         ended = False
         try:
             async for update in inbox:
                 self._last_source_time = update.source_time
+                self._spoken_time = spoken_time(update, self._spoken_time)
                 if not (update.committed or update.final or update.end_of_stream):
                     continue  # only the source's tentative tail changed: nothing to translate
                 self.clock.begin(update.wall_time)
@@ -82,10 +85,21 @@ class TranslateStage:
         wall = self.clock.end()
         for e in emitted:
             self.compute_s += e.stats.ms / 1000
-            u = dataclasses.replace(e.update, source_time=source_time, wall_time=wall)
+            u = dataclasses.replace(e.update, source_time=source_time, wall_time=wall, spoken_time=self._spoken_time)
             self.log.update("mt", u, tokens_evaluated=e.stats.tokens_evaluated, update_ms=round(e.stats.ms, 2))
             self.emitted += 1
             await outbox.put(u)
+
+
+def spoken_time(update: TextUpdate, previous: float | None) -> float | None:
+    """When the newest committed source word was spoken: its end from the recogniser's word
+    timestamps; the source seconds consumed where a recogniser gives no word times."""
+    ends = [w.end for w in update.committed if w.end is not None]
+    if ends:
+        return max(ends + ([previous] if previous is not None else []))
+    if update.committed:
+        return update.spoken_time if update.spoken_time is not None else update.source_time
+    return previous
 
 
 def build_stage(registry: Registry, config, clock: Clock, log: EventLog) -> TranslateStage:  # noqa: ANN001
