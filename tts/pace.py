@@ -36,6 +36,7 @@ class PaceConfig:
     control: bool = True  # False: every piece at the voice's own speed, nothing condensed
     target_lag_s: float = 3.0  # listener lag above which the backlog is worked off
     max_speed: float = 1.6  # fastest speech (1 = the voice's own rate)
+    min_speed: float = 1.0  # slowest speech: a listener who wants it always faster (= max_speed: fixed)
     gain: float = 0.25  # speed added per second of backlog above the target lag
     max_step: float = 0.15  # largest speed change from one piece to the next
     pause_ms: float = 120.0  # while behind, a silence inside a piece is cut to this (0: never)
@@ -45,6 +46,8 @@ class PaceConfig:
     def __post_init__(self) -> None:
         if not 1.0 <= self.max_speed <= 2.5:
             raise ValueError(f"max speed must be between 1 and 2.5 (the voice's own rate is 1), got {self.max_speed:g}")
+        if not 1.0 <= self.min_speed <= self.max_speed:
+            raise ValueError(f"min speed must be between 1 and the max speed ({self.max_speed:g}), got {self.min_speed:g}")
         if self.target_lag_s < 0:
             raise ValueError(f"target lag must be >= 0 seconds, got {self.target_lag_s:g}")
         if self.condense_lag_s < self.target_lag_s:
@@ -77,10 +80,13 @@ class PaceController:
     """Per stream: the speed and condensation of each piece (see the module doc)."""
 
     config: PaceConfig = field(default_factory=PaceConfig)
-    speed: float = 1.0
+    speed: float = 0.0  # 0: not started (the first piece starts at min_speed)
     words_spoken: int = 0
     words_dropped: int = 0
     _recent_clauses: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.speed = self.speed or self.config.min_speed
 
     def decide(self, words: list[Word], ready: float, listener_end: float, spoken: float | None) -> tuple[list[Word], PaceDecision]:
         """`ready`: when the piece can start to be synthesised; `listener_end`: when the listener
@@ -92,11 +98,11 @@ class PaceController:
         c = self.config
         if not c.control:
             self.words_spoken += len(words)
-            return words, PaceDecision(1.0, lag, backlog, False)
+            return words, PaceDecision(c.min_speed, lag, backlog, False)
         excess = min(max(0.0, lag - c.target_lag_s), backlog)
-        wanted = min(c.max_speed, 1.0 + c.gain * excess)
+        wanted = min(c.max_speed, c.min_speed + c.gain * excess)
         self.speed = float(np.clip(wanted, self.speed - c.max_step, self.speed + c.max_step))
-        self.speed = max(1.0, min(c.max_speed, self.speed))
+        self.speed = max(c.min_speed, min(c.max_speed, self.speed))
         dropped: tuple[str, ...] = ()
         if lag > c.condense_lag_s and self.speed >= c.max_speed - 1e-6:
             words, dropped = self._condense(words)
@@ -218,3 +224,28 @@ def shorten_pauses(samples: np.ndarray, rate: int, pause_ms: float, silence_db: 
         pos = b
     parts.append(samples[pos:])
     return np.concatenate(parts)
+
+
+def add_pace_arguments(parser) -> None:  # noqa: ANN001 - argparse.ArgumentParser
+    """The duration-control flags shared by `speech translate`, `serve`, `mic` and `bench s2st`."""
+    d = PaceConfig()
+    parser.add_argument("--target-lag", type=float, default=d.target_lag_s, metavar="S",
+                        help=f"listener lag (s) above which speech is sped up (default {d.target_lag_s:g})")
+    parser.add_argument("--max-speed", type=float, default=d.max_speed, metavar="X",
+                        help=f"fastest speech, 1-2.5 times the voice's own rate (default {d.max_speed:g})")
+    parser.add_argument("--no-pace-control", action="store_true",
+                        help="speak every piece at the voice's own rate, even when the listener falls behind")
+
+
+def pace_options(args) -> dict:  # noqa: ANN001 - argparse.Namespace
+    """PaceConfig fields from the flags; a value out of range is one line naming the flag."""
+    from speech.errors import UserError
+
+    options = {"target_lag_s": args.target_lag, "max_speed": args.max_speed, "control": not args.no_pace_control}
+    try:
+        PaceConfig(**{**options, "condense_lag_s": max(PaceConfig.condense_lag_s, args.target_lag)})
+    except ValueError as e:
+        flag = "--max-speed" if "speed" in str(e) else "--target-lag"
+        raise UserError(f"{flag}: {e}") from None
+    options["condense_lag_s"] = max(PaceConfig.condense_lag_s, args.target_lag + 3.0)
+    return options
