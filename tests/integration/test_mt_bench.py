@@ -16,7 +16,8 @@ from speech.translate.bench import EXAMPLE_LINES, pick_examples, read_lines
 
 pytestmark = pytest.mark.slow
 KEYS = {"chrf", "offline_chrf", "bleu", "al_words", "laal_words", "erasure", "committed_erasure",
-        "tokens_per_update_p50", "update_ms_p50", "update_cpu_ms_mean", "updates", "generated_per_update_mean"}
+        "tokens_per_update_p50", "update_ms_p50", "update_cpu_ms_mean", "updates", "generated_per_update_mean",
+        "empty_outputs"}
 
 
 def test_few_shot_examples_come_from_lines_900_to_1011():
@@ -41,7 +42,8 @@ def test_bench_json_has_the_promised_keys():
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)["en-pt"]["bergamot"]
     assert KEYS <= set(result)
-    assert result["committed_erasure"] == 0
+    assert result["committed_erasure"] == 0 and result["empty_outputs"] == 0
+    assert 0 < result["al_words"] <= result["laal_words"]
     assert result["chrf"] > 40 and result["offline_chrf"] > 40
 
 

@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import FLORES
 
 from speech.translate.llm import LlmConfig, LlmTranslator, load_llm
-from speech.translate.metrics import erasure
+from speech.eval.erasure import erased_words as erasure
 from speech.translate.policy import LocalAgreement
 from speech.translate.simulate import translate_stream
 from speech.translate.simultaneous import SimultaneousTranslation

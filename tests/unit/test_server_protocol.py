@@ -5,7 +5,7 @@ import pytest
 
 from speech.server import protocol as P
 from speech.server.audio_input import ArrivalTimes, InputAudio, Pcm16Decoder
-from speech.server.metrics import percentile
+from speech.stats import percentile
 
 
 def hello(**over):
