@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FLORES
+from tests.conftest import FLORES, require_data
 
 from speech.translate.bench import EXAMPLE_LINES, pick_examples, read_lines
 
@@ -21,8 +21,7 @@ KEYS = {"chrf", "offline_chrf", "bleu", "al_words", "laal_words", "erasure", "co
 
 
 def test_few_shot_examples_come_from_lines_900_to_1011():
-    if not FLORES.exists():
-        pytest.skip("../shared/data is not beside the repository")
+    require_data(FLORES)
     src, tgt = read_lines(FLORES, "en"), read_lines(FLORES, "es")
     examples = pick_examples(src, tgt, 3)
     assert len(examples) == 3
@@ -32,8 +31,7 @@ def test_few_shot_examples_come_from_lines_900_to_1011():
 
 
 def test_bench_json_has_the_promised_keys():
-    if not FLORES.exists():
-        pytest.skip("../shared/data is not beside the repository")
+    require_data(FLORES)
     speech = Path(sys.executable).with_name("speech")
     out = subprocess.run(
         [str(speech), "bench", "mt", "--pairs", "en-pt", "--backends", "bergamot", "--lines", "3", "--json"],
@@ -48,8 +46,7 @@ def test_bench_json_has_the_promised_keys():
 
 
 def test_bench_offline_only_skips_the_stream():
-    if not FLORES.exists():
-        pytest.skip("../shared/data is not beside the repository")
+    require_data(FLORES)
     speech = Path(sys.executable).with_name("speech")
     out = subprocess.run(
         [str(speech), "bench", "mt", "--pairs", "pt-en", "--backends", "bergamot", "--lines", "3", "--offline-only", "--json"],
