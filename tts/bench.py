@@ -80,10 +80,10 @@ class PairResult:
     failures: list[str] = field(default_factory=list)
 
     def summary(self) -> dict:
-        from speech.eval.metrics import percentile
+        from speech.stats import percentile
         from .joins import JoinSummary
 
-        def wer(codec: str) -> float | None:
+        def roundtrip_wer(codec: str) -> float | None:
             e, n = self.errors[codec]
             return round(e / n, 4) if n else None
 
@@ -116,8 +116,8 @@ class PairResult:
             "listener_lag_p90_s": None if not self.lags else round(percentile(self.lags, 90), 3),
             "realtime_ok": rtf_ok and total < 2.0,
             "stage_rtf_max": {k: round(v, 3) for k, v in self.stage_rtf_max.items()},
-            "roundtrip_wer": wer("pcm16"),
-            "roundtrip_wer_opus24k": wer("opus"),
+            "roundtrip_wer": roundtrip_wer("pcm16"),
+            "roundtrip_wer_opus24k": roundtrip_wer("opus"),
             "roundtrip_wer_halves": halves("pcm16"),
             "roundtrip_wer_opus24k_halves": halves("opus"),
             "roundtrip_words": self.errors["pcm16"][1],

@@ -14,7 +14,9 @@ from pathlib import Path
 import numpy as np
 
 from .metrics import Emitted, translation_latency
-from .quality import normalize, sentence_scores
+from speech.asr.normalize import normalize
+
+from .quality import sentence_scores
 
 RATE = 16000
 

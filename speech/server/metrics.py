@@ -6,16 +6,9 @@ import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
 
+from speech.stats import percentile
 
-def percentile(values: list[float] | deque[float], q: float) -> float | None:
-    """Linear-interpolated percentile (q in 0..100); None for no values."""
-    data = sorted(values)
-    if not data:
-        return None
-    pos = (len(data) - 1) * q / 100.0
-    lo = int(pos)
-    hi = min(lo + 1, len(data) - 1)
-    return data[lo] + (data[hi] - data[lo]) * (pos - lo)
+__all__ = ["Metrics", "percentile"]  # percentile: re-exported for the connection's summary
 
 
 @dataclass
