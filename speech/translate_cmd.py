@@ -37,7 +37,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--codec-rate", type=int, default=24000, help="codec sample rate in Hz (Opus: 8/12/16/24/48 kHz)")
     parser.add_argument("--bitrate", type=int, default=24000, help="Opus bitrate in bit/s (default 24000)")
     parser.add_argument("--asr-model", default="whisper-base", help="recogniser (default whisper-base)")
-    parser.add_argument("--mt-backend", default="default", help="translator (default: the best measured for the pair)")
+    parser.add_argument("--mt-backend", default="default", help="translator or path of translators, e.g. bergamot:en-pt,apertium:pt-es "
+                        "(default: the best measured installed path for the pair)")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress line and no summary")
     from speech.tts.pace import add_pace_arguments
 
@@ -178,6 +179,10 @@ def run(args: argparse.Namespace) -> int:
     from speech.tts.backends import create_synthesizer
 
     create_synthesizer(registry, args.target, args.voice)
+    if "mt" in config.stages:
+        from speech.translate.graph import resolve
+
+        resolve(registry, args.source, args.target, config.mt_backend)  # a path is checked before anything loads
     registry.create("codec", config.codec, codec_config(config))
     if args.play:
         from speech.tts.sink import check_output_device

@@ -23,7 +23,7 @@ import numpy as np
 
 DEFAULT_MANIFEST = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "speech" / "fleurs" / "manifest.jsonl"
 DEFAULT_PAIRS = ("en-es", "en-pt", "pt-en")
-FLORES = {"en": "eng", "de": "deu", "fr": "fra", "es": "spa", "pt": "por"}
+FLORES = {"en": "eng", "de": "deu", "fr": "fra", "es": "spa", "pt": "por", "it": "ita", "ca": "cat", "gl": "glg", "ro": "ron"}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -358,6 +358,8 @@ def run(args: argparse.Namespace) -> int:
         if args.more_texts:
             if not args.text_only:
                 raise UserError("--more-texts needs --text-only (FLORES lines have no recordings)")
+            # the manifest's clips carry reference translations into some languages only
+            clips = [c for c in clips if f"ref_{pair.split('-')[1]}" in c]
             clips += more_texts(Path(args.manifest), pair.split("-")[1], args.more_texts, args.more_from)
         result = run_pair(registry, pair, clips, args)
         results.append(result.summary())
