@@ -27,7 +27,8 @@ SAMPLE_RATE = 16000
 class WhisperConfig:
     model: str = "base"  # embedded name, local CTranslate2 folder, or hub id (allow_download)
     language: str | None = None  # None: detect (multilingual models)
-    cpu_threads: int = 2
+    cpu_threads: int | None = None  # None: the registry's thread budget (speech.budget)
+    workers: int | None = None  # decodes that run in parallel on the shared model; None: the budget
     compute_type: str = "int8"
     beam_size: int = 1
     chunk_length: int = 30  # longest buffer one decode takes, in seconds
@@ -43,14 +44,16 @@ class WhisperConfig:
 def load_model(registry: Any, config: WhisperConfig) -> Any:
     from speech.models import whisper as whisper_models
 
-    key = ("whisper", config.model, config.cpu_threads, config.compute_type, config.encoder_pad_s)
-    windowed: dict[str, Any] = {}
+    threads = registry.threads("whisper", config.cpu_threads)
+    workers = registry.threads("whisper_workers", config.workers)
+    key = ("whisper", config.model, threads, workers, config.compute_type, config.encoder_pad_s)
+    windowed: dict[str, Any] = {"num_workers": workers}
     if config.encoder_pad_s is not None:
         from .window import WindowedWhisperModel
 
-        windowed = {"model_class": WindowedWhisperModel, "pad_s": config.encoder_pad_s}
+        windowed |= {"model_class": WindowedWhisperModel, "pad_s": config.encoder_pad_s}
     return registry.shared(key, lambda: whisper_models.load(
-        config.model, config.cpu_threads, config.compute_type, config.allow_download, **windowed))
+        config.model, threads, config.compute_type, config.allow_download, **windowed))
 
 
 def transcribe_words(model: Any, audio: np.ndarray, config: WhisperConfig, prompt: str = "", offset: float = 0.0) -> tuple[list[Word], str]:

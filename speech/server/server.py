@@ -55,6 +55,7 @@ class ServerConfig:
     shutdown_timeout: float = 30.0
     log_dir: Path | None = None  # one event log per session when set
     static_dir: Path | None = None  # the browser page; default: speech.demo's static/
+    replica_id: str = ""  # prefix of this server's session ids behind a load balancer (deploy/)
 
 
 @dataclass
@@ -117,6 +118,15 @@ class SpeechServer:
         await self.shutdown()
 
     # -- slots -----------------------------------------------------------------------------
+    @property
+    def full(self) -> bool:
+        return len(self._sessions) >= self.config.max_sessions
+
+    def session_id(self, token: str) -> str:
+        """A session id that names this replica first ("r1-<token>"), so a load balancer can send a
+        listener to the replica holding the session (deploy/haproxy.cfg)."""
+        return f"{self.config.replica_id}-{token}" if self.config.replica_id else token
+
     def try_acquire(self, conn: Connection) -> bool:
         if self._closing or len(self._sessions) >= self.config.max_sessions:
             return False
@@ -178,8 +188,12 @@ class SpeechServer:
             if self._closing:
                 return _text(HTTPStatus.SERVICE_UNAVAILABLE, "the server is shutting down\n")
             return None
-        if request.path == "/healthz":
-            return _json(HTTPStatus.OK, {"status": "closing" if self._closing else "ok", "protocol": P.VERSION})
+        if url.path == "/healthz":
+            # 503 when no session slot is free (or closing), so a load balancer routes elsewhere.
+            if self._closing or self.full:
+                return _json(HTTPStatus.SERVICE_UNAVAILABLE, {"status": "closing" if self._closing else "full",
+                                                              "protocol": P.VERSION})
+            return _json(HTTPStatus.OK, {"status": "ok", "protocol": P.VERSION})
         if url.path == "/metrics":
             if self.config.token and not self._http_token_ok(request):
                 return _text(HTTPStatus.UNAUTHORIZED, "pass ?token=... or Authorization: Bearer ...\n")
