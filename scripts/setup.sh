@@ -17,6 +17,8 @@ for pkg in apertium apertium-eng-spa apertium-es-pt apertium-fr-es; do
 done
 if [ "$want_test" = 1 ]; then
   command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+  # HAProxy: the scale-out test runs two replicas behind deploy/haproxy.cfg.
+  dpkg -s haproxy >/dev/null 2>&1 || need_apt+=(haproxy)
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${need_apt[*]}" >&2

@@ -75,7 +75,7 @@ class SpeechServer:
             self._handle,
             self.config.host,
             self.config.port,
-            process_request=self._process_request,
+            process_request=self._answer,
             max_size=P.MAX_TRANSPORT_BYTES,
             compression=None,  # audio does not compress; deflate only costs CPU
             server_header=None,
@@ -176,6 +176,12 @@ class SpeechServer:
             return True
         return origin in self.config.allowed_origins
 
+    def _answer(self, connection: ServerConnection, request: Request) -> Response | None:
+        response = self._process_request(connection, request)
+        if response is not None and self.config.replica_id:
+            response.headers["X-Replica"] = self.config.replica_id  # which replica answered (deploy/)
+        return response
+
     def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
         url = urlsplit(request.path)
         upgrade = request.headers.get("Upgrade", "").lower() == "websocket"
@@ -190,10 +196,11 @@ class SpeechServer:
             return None
         if url.path == "/healthz":
             # 503 when no session slot is free (or closing), so a load balancer routes elsewhere.
+            replica = {"replica": self.config.replica_id} if self.config.replica_id else {}
             if self._closing or self.full:
                 return _json(HTTPStatus.SERVICE_UNAVAILABLE, {"status": "closing" if self._closing else "full",
-                                                              "protocol": P.VERSION})
-            return _json(HTTPStatus.OK, {"status": "ok", "protocol": P.VERSION})
+                                                              "protocol": P.VERSION, **replica})
+            return _json(HTTPStatus.OK, {"status": "ok", "protocol": P.VERSION, **replica})
         if url.path == "/metrics":
             if self.config.token and not self._http_token_ok(request):
                 return _text(HTTPStatus.UNAUTHORIZED, "pass ?token=... or Authorization: Bearer ...\n")
