@@ -24,6 +24,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="a name for this server among replicas behind a load balancer (letters, digits); "
                              "session ids start with it, so a balancer can route a listener by its session "
                              "(deploy/haproxy.cfg)")
+    parser.add_argument("--engine", choices=("plain", "ray"), default="plain",
+                        help="plain: this process serves (default); ray: a Ray Serve deployment of replicas "
+                             "(needs the 'ray' extra; docs/deploy.md)")
+    parser.add_argument("--ray-max-replicas", type=int, default=1, metavar="N",
+                        help="--engine ray: replicas autoscaling may reach (default 1), each with --max-sessions")
+    parser.add_argument("--ray-replica-cpus", type=int, default=0, metavar="N",
+                        help="--engine ray: CPUs each replica reserves and budgets threads for "
+                             "(default 0: every core of its node)")
     parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
                         help="a browser origin allowed besides the server's own (repeatable), e.g. https://example.org")
     parser.add_argument("--asr-model", default="whisper-tiny.en", help="recogniser (default whisper-tiny.en)")
@@ -77,6 +85,10 @@ def run(args: argparse.Namespace) -> int:
     if args.replica_id and not args.replica_id.isalnum():
         raise UserError(f"--replica-id must be letters and digits only, got {args.replica_id!r}")
     warm = _pair(args.warm_up)
+    if args.engine == "ray":
+        from .ray_engine import serve_ray
+
+        return serve_ray(args, warm)
     return asyncio.run(_serve(args, warm))
 
 
