@@ -228,10 +228,21 @@ def create_asr_stage(registry: Registry, model: str, policy: str, language: str,
 
 def build_stage(registry: Registry, config: Any, clock: Clock, log: EventLog) -> AsrStage:
     """The pipeline's entry point (speech.pipeline): uses asr_model, asr_policy, source, vad."""
-    options = AsrOptions(update_s=config.extra.get("asr_update_s"),
-                         vad=VadConfig() if config.vad else None)
+    typed = config.asr_options  # speech.options.AsrOptions
+    options = AsrOptions(update_s=typed.update_s, vad=VadConfig() if config.vad else None)
     # The adaptive step decides on measured compute time; on the simulated clock that would make
     # the computation-unaware figures depend on the machine's load, so it is live-only by default.
-    if not config.extra.get("asr_adaptive", clock.realtime):
+    if not (clock.realtime if typed.adaptive is None else typed.adaptive):
         options.max_behind_s = float("inf")
-    return create_asr_stage(registry, config.asr_model, config.asr_policy, config.source, clock, log, options)
+    return create_asr_stage(registry, config.asr_model, config.asr_policy, config.source, clock, log, options,
+                            **recognizer_options(registry, config.asr_model, typed))
+
+
+def recognizer_options(registry: Registry, model: str, typed: Any) -> dict[str, Any]:
+    """The recogniser's config overrides from AsrOptions: its `engine` options, and `device` for
+    the recognisers that have one (the others run on the CPU whatever is asked)."""
+    options = dict(typed.engine)
+    if typed.device != "cpu" and "device" not in options:
+        if "device" in registry.option_names("recognizer", model):
+            options["device"] = typed.device
+    return options

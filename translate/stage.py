@@ -146,9 +146,15 @@ def spoken_time(update: TextUpdate, previous: float | None) -> float | None:
 
 
 def build_stage(registry: Registry, config, clock: Clock, log: EventLog) -> TranslateStage:  # noqa: ANN001
-    """The "mt" stage for a speech.pipeline.PipelineConfig (config.extra["mt_options"] passes backend options)."""
+    """The "mt" stage for a speech.pipeline.PipelineConfig (options: config.mt_options, a
+    speech.options.MtOptions: engine and policy options, and the device of an LLM translator)."""
+    typed = config.mt_options
+    backend = default_backend(config.source, config.target) if config.mt_backend == "default" else config.mt_backend
+    backend_options = dict(typed.engine)
+    if typed.device != "cpu" and "device" in registry.option_names("translator", backend):
+        backend_options.setdefault("device", typed.device)  # Apertium and Bergamot: always the CPU
     translation = open_translation(
-        registry, config.source, config.target, config.mt_backend, config.mt_policy,
-        backend_options=config.extra.get("mt_options"),
+        registry, config.source, config.target, backend, config.mt_policy,
+        backend_options=backend_options, policy_options=dict(typed.policy) or None,
     )
     return TranslateStage(translation, clock.stage("mt"), log)
