@@ -38,19 +38,23 @@ class WhisperConfig:
     prompt_words: int = 40
     max_new_tokens: int = 96
     allow_download: bool = False
+    device: str = "cpu"  # "cpu", "cuda" or "auto" (speech.devices)
 
 
 def load_model(registry: Any, config: WhisperConfig) -> Any:
     from speech.models import whisper as whisper_models
 
-    key = ("whisper", config.model, config.cpu_threads, config.compute_type, config.encoder_pad_s)
+    from speech.devices import recognizer_device
+
+    device = recognizer_device(config.device)
+    key = ("whisper", config.model, config.cpu_threads, config.compute_type, config.encoder_pad_s, device)
     windowed: dict[str, Any] = {}
     if config.encoder_pad_s is not None:
         from .window import WindowedWhisperModel
 
         windowed = {"model_class": WindowedWhisperModel, "pad_s": config.encoder_pad_s}
     return registry.shared(key, lambda: whisper_models.load(
-        config.model, config.cpu_threads, config.compute_type, config.allow_download, **windowed))
+        config.model, config.cpu_threads, config.compute_type, config.allow_download, device=device, **windowed))
 
 
 def transcribe_words(model: Any, audio: np.ndarray, config: WhisperConfig, prompt: str = "", offset: float = 0.0) -> tuple[list[Word], str]:

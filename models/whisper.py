@@ -93,16 +93,16 @@ def resolve(ref: str, allow_download: bool = False) -> WhisperSource:
 
 
 def load(ref: str, cpu_threads: int = 2, compute_type: str = "int8", allow_download: bool = False,
-         model_class: Any = None, **class_options: Any) -> Any:
-    """A faster_whisper.WhisperModel (or `model_class`, a subclass) on the CPU; imports
-    faster_whisper here, not at import time."""
+         model_class: Any = None, device: str = "cpu", **class_options: Any) -> Any:
+    """A faster_whisper.WhisperModel (or `model_class`, a subclass) on `device` ("cpu" or "cuda",
+    resolved by speech.devices); imports faster_whisper here, not at import time."""
     if model_class is None:
         from faster_whisper import WhisperModel as model_class
 
     src = resolve(ref, allow_download)
     return model_class(
         src.path_or_id,
-        device="cpu",
+        device=device,
         compute_type=compute_type,
         cpu_threads=cpu_threads,
         local_files_only=not allow_download,

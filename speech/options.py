@@ -278,3 +278,49 @@ def _coerce(value: Any, typ: Any, key: str) -> Any:
     if dataclasses.is_dataclass(typ):
         return from_mapping(typ, value, f"{key}.")
     return value
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """Options of `speech serve` and `speech.serve` (`[server]` in a configuration file).
+
+    - `host`, `port`: where to listen (port 0 picks a free one).
+    - `token`: clients must send it in their hello (empty: no check).
+    - `max_sessions`: concurrent sessions.
+    - `allow_origins`: browser origins allowed besides the server's own.
+    - `warm_up`: "SRC:TGT" whose models load before clients are accepted, or "none".
+    - `log_dir`: write one event log per session here (None: no logs).
+    - `fast_english`: sessions whose hello says English use whisper-tiny.en.
+    - `resume_grace`: seconds a dropped speaker may resume its session (0: no resume).
+    - `max_listeners`: listener connections per session.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 8765
+    token: str = ""
+    max_sessions: int = 2
+    allow_origins: tuple[str, ...] = ()
+    warm_up: str = "en:es"
+    log_dir: str | None = None
+    fast_english: bool = False
+    resume_grace: float = 30.0
+    max_listeners: int = 100
+
+    def __post_init__(self) -> None:
+        check_fields(self, "server.")
+        check_range("server.port", self.port, 0, 65535)
+        check_range("server.max_sessions", self.max_sessions, 1, None)
+        check_range("server.resume_grace", self.resume_grace, 0, None)
+        check_range("server.max_listeners", self.max_listeners, 0, None)
+        if self.warm_up.lower() != "none":
+            src, sep, tgt = self.warm_up.partition(":")
+            if not (sep and src and tgt):
+                raise ConfigError("server.warm_up", "expected SRC:TGT (for example en:es) or none", self.warm_up)
+
+    @property
+    def warm_up_pair(self) -> tuple[str, str] | None:
+        """The warm-up pair, or None for "none"."""
+        if self.warm_up.lower() == "none":
+            return None
+        src, _, tgt = self.warm_up.partition(":")
+        return src, tgt

@@ -20,7 +20,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("manifest", help="JSON lines: file, transcript, ref_<target>, optional lang")
     parser.add_argument("--source", required=True, help="source language (ISO 639-1, e.g. en)")
     parser.add_argument("--target", required=True, help="target language (ISO 639-1, e.g. es)")
-    parser.add_argument("--config", help="JSON or TOML file of PipelineConfig fields (defaults otherwise)")
+    parser.add_argument("--config", metavar="FILE.toml",
+                        help="TOML (or JSON) file of PipelineConfig keys and tables, as `speech config show eval` prints")
+    from ..configuration import add_device_flag
+
+    add_device_flag(parser)
     parser.add_argument("--out", help="run folder (default: runs/eval-SOURCE-TARGET)")
     parser.add_argument("--clock", choices=("simulated", "wall", "both"), default="simulated",
                         help="simulated: as fast as possible, computation-aware times emulated (default); "
@@ -39,7 +43,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..errors import UserError
-    from .configs import load_config, parse_sweep
+    from .configs import parse_sweep
     from .manifest import check_language, read_manifest
     from .run import EvalOptions, evaluate
 
@@ -49,7 +53,9 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--limit must be at least 1")
     if args.gap < 0:
         raise UserError("--gap must not be negative")
-    base = load_config(args.config, source, target)
+    from ..configuration import resolve
+
+    base = resolve("eval", args).config.replace(source=source, target=target)
     sweeps = [parse_sweep(s) for s in args.sweep]
     manifest = read_manifest(args.manifest, source, target, limit=args.limit)
     for s in manifest.skipped:

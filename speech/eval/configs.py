@@ -70,31 +70,13 @@ def parse_sweep(spec: str) -> tuple[str, list[Any]]:
 
 
 def load_config(path: str | None, source: str, target: str) -> PipelineConfig:
-    """The base configuration: PipelineConfig defaults, overridden by a JSON or TOML file."""
-    data: dict[str, Any] = {}
-    if path:
-        p = Path(path)
-        try:
-            text = p.read_text(encoding="utf-8")
-            if p.suffix == ".toml":
-                import tomllib
+    """The base configuration: PipelineConfig defaults, overridden by a TOML or JSON file
+    (speech.configuration: the same keys as the API, checked with one-line errors)."""
+    import argparse
 
-                data = tomllib.loads(text)
-            else:
-                data = json.loads(text)
-        except FileNotFoundError:
-            raise UserError(f"{p}: no such configuration file") from None
-        except (OSError, ValueError) as e:
-            raise UserError(f"{p}: not a valid JSON/TOML configuration ({e})") from None
-        if not isinstance(data, dict):
-            raise UserError(f"{p}: the configuration must be an object of PipelineConfig fields")
-        unknown = set(data) - set(_fields())
-        if unknown:
-            raise UserError(f"{p}: unknown field(s) {sorted(unknown)}; fields: {', '.join(_fields())}")
-        if "stages" in data:
-            data["stages"] = tuple(data["stages"])
-    data.update(source=source, target=target)
-    return PipelineConfig(**data)
+    from ..configuration import resolve
+
+    return resolve("eval", argparse.Namespace(config=path)).config.replace(source=source, target=target)
 
 
 @dataclass(frozen=True)
