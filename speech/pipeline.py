@@ -77,9 +77,11 @@ class PipelineConfig:
                 raise ConfigError("stages", f"each stage is one of {', '.join(STAGE_MODULES)}", name)
 
     def replace(self, **changes: Any) -> "PipelineConfig":
+        """A copy with `changes` (checked again)."""
         return dataclasses.replace(self, **changes)
 
     def to_json(self) -> dict:
+        """Every field as plain JSON data (the options as objects)."""
         return dataclasses.asdict(self)
 
     @property
