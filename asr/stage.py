@@ -204,10 +204,12 @@ def create_policy(registry: Registry, model: str, policy: str) -> Any:
 
 
 def create_asr_stage(registry: Registry, model: str, policy: str, language: str, clock: Clock,
-                     log: EventLog, options: AsrOptions | None = None, **model_options: Any) -> AsrStage:
-    """An ASR stage from registry names; `policy="default"` picks the best measured policy."""
+                     log: EventLog, options: AsrOptions | None = None,
+                     recognizer_options: dict[str, Any] | None = None, **model_options: Any) -> AsrStage:
+    """An ASR stage from registry names; `policy="default"` picks the best measured policy.
+    `recognizer_options` (or keywords) override the recogniser's config ("model" among them)."""
     options = options or AsrOptions()
-    rec_config = registry.config("recognizer", model, **model_options)
+    rec_config = registry.config("recognizer", model, **{**(recognizer_options or {}), **model_options})
     if language and language != "auto" and hasattr(rec_config, "language"):
         if rec_config.language and rec_config.language != language:
             only = "English" if rec_config.language == "en" else rec_config.language
@@ -234,8 +236,9 @@ def build_stage(registry: Registry, config: Any, clock: Clock, log: EventLog) ->
     # the computation-unaware figures depend on the machine's load, so it is live-only by default.
     if not (clock.realtime if typed.adaptive is None else typed.adaptive):
         options.max_behind_s = float("inf")
-    return create_asr_stage(registry, config.asr_model, config.asr_policy, config.source, clock, log, options,
-                            **recognizer_options(registry, config.asr_model, typed))
+    model, local = recognizer_name(config.asr_model)
+    return create_asr_stage(registry, model, config.asr_policy, config.source, clock, log, options,
+                            recognizer_options={**local, **recognizer_options(registry, model, typed)})
 
 
 def recognizer_options(registry: Registry, model: str, typed: Any) -> dict[str, Any]:
@@ -246,3 +249,11 @@ def recognizer_options(registry: Registry, model: str, typed: Any) -> dict[str, 
         if "device" in registry.option_names("recognizer", model):
             options["device"] = typed.device
     return options
+
+
+def recognizer_name(asr_model: str) -> tuple[str, dict[str, Any]]:
+    """(registered recogniser, config overrides) for an `asr_model`: a registered name as it is; a
+    path (a local CTranslate2 Whisper folder) as "whisper-base" with `model=PATH`."""
+    if "/" in asr_model or asr_model.startswith(("~", ".")):
+        return "whisper-base", {"model": asr_model}
+    return asr_model, {}

@@ -74,7 +74,9 @@ def llm_gpu_layers(device: str, key: str = "mt_options.device") -> int:
 
 def check_devices(config: Any, registry: Any) -> None:
     """Fail early, before any model loads, when `config` asks for a device that is not here."""
-    if "asr" in config.stages and "device" in registry.option_names("recognizer", config.asr_model):
+    from speech.asr.stage import recognizer_name
+
+    if "asr" in config.stages and "device" in registry.option_names("recognizer", recognizer_name(config.asr_model)[0]):
         recognizer_device(config.asr_options.device)
     if "mt" in config.stages and config.mt_options.device != "cpu":
         backend = config.mt_backend
@@ -82,5 +84,7 @@ def check_devices(config: Any, registry: Any) -> None:
             from speech.translate.backends import default_backend
 
             backend = default_backend(config.source, config.target)
-        if "device" in registry.option_names("translator", backend):
+        if backend.endswith(".gguf"):
+            backend = "gguf"
+        if ("translator", backend) in registry.specs and "device" in registry.option_names("translator", backend):
             llm_gpu_layers(config.mt_options.device)

@@ -39,9 +39,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--codec", default="pcm16", choices=("pcm16", "opus"), help="codec between TTS and the listener")
     parser.add_argument("--codec-rate", type=int, default=24000, help="codec sample rate in Hz (Opus: 8/12/16/24/48 kHz)")
     parser.add_argument("--bitrate", type=int, default=24000, help="Opus bitrate in bit/s (default 24000)")
-    parser.add_argument("--asr-model", default="whisper-base", help="recogniser (default whisper-base)")
-    parser.add_argument("--mt-backend", default="default", help="translator or path of translators, e.g. bergamot:en-pt,apertium:pt-es "
-                        "(default: the best measured installed path for the pair)")
+    parser.add_argument("--asr-model", default="whisper-base",
+                        help="recogniser: whisper-base (default), whisper-tiny.en, pocketsphinx, or the path of a local "
+                             "CTranslate2 Whisper folder (docs/models.md)")
+    parser.add_argument("--mt-backend", default="default",
+                        help="translator (apertium, bergamot, gemma-270m, the path of a local .gguf model: docs/models.md) "
+                             "or path of translators, e.g. bergamot:en-pt,apertium:pt-es "
+                             "(default: the best measured installed path for the pair)")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress line and no summary")
     from speech.tts.pace import add_pace_arguments
 

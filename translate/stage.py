@@ -151,7 +151,10 @@ def build_stage(registry: Registry, config, clock: Clock, log: EventLog) -> Tran
     typed = config.mt_options
     backend = default_backend(config.source, config.target) if config.mt_backend == "default" else config.mt_backend
     backend_options = dict(typed.engine)
-    if typed.device != "cpu" and "device" in registry.option_names("translator", backend):
+    if backend.endswith(".gguf"):  # a local GGUF file: the "gguf" translator with model=PATH
+        backend, backend_options = "gguf", {"model": backend, **backend_options}
+    if typed.device != "cpu" and ("translator", backend) in registry.specs \
+            and "device" in registry.option_names("translator", backend):
         backend_options.setdefault("device", typed.device)  # Apertium and Bergamot: always the CPU
     translation = open_translation(
         registry, config.source, config.target, backend, config.mt_policy,
