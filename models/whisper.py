@@ -87,8 +87,8 @@ def resolve(ref: str, allow_download: bool = False) -> WhisperSource:
     if allow_download:
         return WhisperSource(ref, False)
     raise ModelNotFound(
-        f"Whisper model {ref!r}: not an embedded model ({', '.join(EMBEDDED)}) nor a local folder; "
-        "pass allow_download=True to fetch it from the hub"
+        f"Whisper model {ref!r}: not an embedded model ({', '.join(EMBEDDED)}) nor a local CTranslate2 Whisper "
+        "folder; give a folder's path, or allow a hub id explicitly (allow_download = true in [asr_options.engine])"
     )
 
 
