@@ -213,6 +213,12 @@ def apply_extra(config: Any) -> None:
     object.__setattr__(config, "extra", extra)
 
 
+def check_value(value: Any, typ: Any, key: str) -> Any:
+    """`value` as the annotation `typ` (numbers widened, lists to tuples, tables to dataclasses);
+    ConfigError naming `key` otherwise."""
+    return _coerce(value, typ, key)
+
+
 def _mapping(value: Any, where: str) -> dict:
     if not isinstance(value, Mapping):
         raise ConfigError(where, "expected a table of options", value)

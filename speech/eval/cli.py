@@ -34,7 +34,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gap", type=float, default=1.0, help="seconds of silence between joined recordings (long-form)")
     parser.add_argument("--sweep", action="append", default=[], metavar="NAME=V1,V2",
                         help="evaluate every value (repeatable; combinations of all sweeps); "
-                             "NAME: a PipelineConfig field, policy (= asr_policy) or extra.NAME")
+                             "NAME: a PipelineConfig field, policy (= asr_policy), a typed option such as "
+                             "asr_options.update_s, or extra.NAME")
     parser.add_argument("--limit", type=int, help="only the first N usable recordings")
     parser.add_argument("--no-asr-bleu", action="store_true", help="skip transcribing the output speech")
     parser.add_argument("--asr-bleu-model", default="whisper-base", help="recogniser for ASR-BLEU (default whisper-base)")

@@ -135,3 +135,17 @@ def test_translate_uses_the_file_end_to_end(tmp_path):
     r = subprocess.run([sys.executable, "-m", "speech.cli", "translate", str(wav), "--config", str(f)],
                        capture_output=True, text=True, cwd=REPO, timeout=120)
     assert r.returncode == 2 and "no-such-voice" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_eval_sweeps_typed_options():
+    from speech.eval.configs import combinations, load_config, parse_sweep
+
+    key, values = parse_sweep("asr_options.update_s=0.5,1")
+    assert (key, values) == ("asr_options.update_s", [0.5, 1.0])
+    combos = combinations(load_config(None, "en", "es"), [(key, values)], ["simulated"])
+    assert [c.config.asr_options.update_s for c in combos] == [0.5, 1.0]
+    assert [c.label for c in combos] == ["asr_options.update_s=0.5", "asr_options.update_s=1.0"]
+    with pytest.raises(ConfigError, match="asr_options.device"):
+        parse_sweep("asr_options.device=gpu")
+    with pytest.raises(Exception, match="asr_options.update_s"):
+        parse_sweep("asr_options.colour=1")
