@@ -67,6 +67,9 @@ def run(args: argparse.Namespace) -> int:
     from ..backends import default_registry
 
     registry = default_registry()
+    from ..devices import check_devices
+
+    check_devices(base, registry)  # one line for --device cuda where there is none, before any model loads
     out = Path(args.out or f"runs/eval-{source}-{target}")
     opts = EvalOptions(
         manifest=manifest, source=source, target=target, out=out, base=base, sweeps=sweeps,

@@ -58,3 +58,26 @@ def test_serve_bad_file_is_one_line(tmp_path):
                        cwd=tmp_path, capture_output=True, text=True, timeout=60,
                        env={**os.environ, "PYTHONPATH": str(REPO)})
     assert "--port: server.port" in r.stderr
+
+
+def test_device_cuda_where_absent_is_one_line_on_every_command(tmp_path):
+    import pytest
+
+    from speech.devices import cuda_devices_ctranslate2, llama_gpu_offload
+    from tests.conftest import DATA
+
+    clip = DATA / "speech" / "leopard" / "test.wav"
+    if cuda_devices_ctranslate2() or llama_gpu_offload():
+        pytest.skip("a GPU is usable here")
+    if not clip.exists():
+        pytest.skip("../shared/data is not beside the repository")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    for args, engine in ((["translate", str(clip)], "recogniser"), (["transcribe", str(clip)], "recogniser"),
+                         (["translate-text", "--source", "en", "--target", "de"], "LLM translator"),
+                         (["eval", str(clip.parent / "manifest.jsonl"), "--source", "en", "--target", "es", "--out",
+                          str(tmp_path / "run")], "recogniser")):
+        r = subprocess.run([sys.executable, "-m", "speech.cli", *args, "--device", "cuda"], cwd=tmp_path, input="hi\n",
+                           capture_output=True, text=True, timeout=120, env=env)
+        errors = [line for line in r.stderr.splitlines() if "error:" in line]  # eval notes come first
+        assert r.returncode == 2 and len(errors) == 1 and "Traceback" not in r.stderr, (args, r.stderr)
+        assert f"device cuda for the {engine}" in errors[0] and "--device cpu" in errors[0]
