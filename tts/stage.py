@@ -156,9 +156,9 @@ def word_times(words: list[Word], piece: SpeechPiece, duration: float) -> list[l
 
 
 def chunker_config(config, synthesizer=None) -> ChunkerConfig:
-    """The synthesiser's preferred chunking (if any), overridden by config.extra["tts_chunker"]."""
+    """The synthesiser's preferred chunking (if any), overridden by config.tts_options.chunker."""
     options = dict(getattr(synthesizer, "chunk_defaults", {}))
-    options.update(config.extra.get("tts_chunker", {}))
+    options.update(config.tts_options.chunker)
     return ChunkerConfig(**options)
 
 
@@ -166,6 +166,6 @@ def build_stage(registry, config, clock: Clock, log: EventLog) -> TtsStage:
     """The pipeline's TTS stage for `config.target` (voice: `config.voice`, see tts.backends)."""
     from .backends import create_synthesizer
 
-    synthesizer = create_synthesizer(registry, config.target, config.voice, **config.extra.get("tts_options", {}))
+    synthesizer = create_synthesizer(registry, config.target, config.voice, **config.tts_options.engine)
     return TtsStage(synthesizer, clock, log, chunker=chunker_config(config, synthesizer),
-                    pace=PaceConfig(**config.extra.get("tts_pace", {})))
+                    pace=PaceConfig(**config.tts_options.pace))
