@@ -155,12 +155,12 @@ def pipeline_config(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from .audio import read_audio, write_wav
+    from .audio import probe_audio, write_wav
     from .backends import default_registry
 
     if args.source == args.target:
         raise UserError(f"--source and --target are both {args.source!r}; give two different languages")
-    read_audio(args.input)  # a clear error on a missing or unreadable input before any model loads
+    probe_audio(args.input)  # a clear error on a missing or unreadable input before any model loads
     output = Path(args.output) if args.output else Path(f"{Path(args.input).stem}.{args.target}.wav")
     registry = default_registry()
     config = pipeline_config(args)
