@@ -11,8 +11,11 @@ want_test=0
 need_apt=()
 dpkg -s libopus0 >/dev/null 2>&1 || need_apt+=(libopus0)
 dpkg -s libportaudio2 >/dev/null 2>&1 || need_apt+=(libportaudio2)
-# Apertium: the default translator for en->es and between Spanish and Portuguese/French (GPL).
-for pkg in apertium apertium-eng-spa apertium-es-pt apertium-fr-es; do
+# Apertium (GPL rules, no weights): the edges of the translation graph around Spanish, Portuguese,
+# French, Catalan, Italian, Galician and Romanian (translate/graph.py chooses the paths).
+for pkg in apertium apertium-eng-spa apertium-es-pt apertium-fr-es apertium-spa-cat apertium-spa-ita \
+    apertium-es-gl apertium-eng-cat apertium-en-gl apertium-por-cat apertium-pt-gl apertium-es-ro \
+    apertium-cat-ita apertium-fra-cat; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ "$want_test" = 1 ]; then

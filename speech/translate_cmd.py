@@ -37,8 +37,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--codec-rate", type=int, default=24000, help="codec sample rate in Hz (Opus: 8/12/16/24/48 kHz)")
     parser.add_argument("--bitrate", type=int, default=24000, help="Opus bitrate in bit/s (default 24000)")
     parser.add_argument("--asr-model", default="whisper-base", help="recogniser (default whisper-base)")
-    parser.add_argument("--mt-backend", default="default", help="translator (default: the best measured for the pair)")
+    parser.add_argument("--mt-backend", default="default", help="translator or path of translators, e.g. bergamot:en-pt,apertium:pt-es "
+                        "(default: the best measured installed path for the pair)")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress line and no summary")
+    from speech.tts.pace import add_pace_arguments
+
+    add_pace_arguments(parser)
 
 
 @dataclass
@@ -150,8 +154,14 @@ def pipeline_config(args: argparse.Namespace):
     return PipelineConfig(
         source=args.source, target=args.target, asr_model=args.asr_model, mt_backend=args.mt_backend,
         voice=args.voice, codec=args.codec, codec_rate=args.codec_rate, codec_bitrate=args.bitrate,
-        stages=("asr", "mt", "tts", "codec"),
+        stages=("asr", "mt", "tts", "codec"), extra={"tts_pace": pace_options(args)},
     )
+
+
+def pace_options(args: argparse.Namespace) -> dict:
+    from speech.tts.pace import pace_options as options
+
+    return options(args)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -169,6 +179,10 @@ def run(args: argparse.Namespace) -> int:
     from speech.tts.backends import create_synthesizer
 
     create_synthesizer(registry, args.target, args.voice)
+    if "mt" in config.stages:
+        from speech.translate.graph import resolve
+
+        resolve(registry, args.source, args.target, config.mt_backend)  # a path is checked before anything loads
     registry.create("codec", config.codec, codec_config(config))
     if args.play:
         from speech.tts.sink import check_output_device
@@ -187,11 +201,15 @@ def run(args: argparse.Namespace) -> int:
     if args.play and not args.realtime:
         _play(result.samples, result.sample_rate)
     if not args.quiet:
-        first = next((r for r in result.records if r.get("kind") == "audio"), None)
+        from .eval.listener import listener_latency
+
         print(f"wrote {output} ({len(result.samples) / result.sample_rate:.1f} s, {result.chunks} chunks) "
               f"from {result.source_duration:.1f} s of {args.source} speech in {result.wall_s:.1f} s")
-        if first is not None:
-            print(f"first audio {first['wall_time']:.2f} s after the source started")
+        heard = listener_latency(result.records, result.source_duration)
+        if heard:
+            lags = f"; listener lag p50 {heard['lag_p50']:.1f} s, p90 {heard['lag_p90']:.1f} s" if "lag_p50" in heard else ""
+            print(f"the listener hears the first word {heard['StartOffset']:.2f} s after the speaker began and the "
+                  f"last {heard['EndOffset']:.2f} s after the speaker stopped{lags}")
         print(f"spoken: {result.text}", file=sys.stdout)
     return 0
 

@@ -18,6 +18,7 @@ from speech.errors import UserError
 from speech.progress import Progress
 from speech.settings import parse_settings
 
+from .graph import PATHS_FILE
 from .languages import FLORES_CODES, check_pair, parse_pair
 from speech.eval.erasure import erased_words
 from speech.eval.latency import average_lagging, length_adaptive_average_lagging
@@ -32,9 +33,21 @@ EXAMPLE_LINES = range(899, 1011)  # 0-based: lines 900-1011
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--pairs", default=DEFAULT_PAIRS, help=f"comma-separated pairs (default {DEFAULT_PAIRS})")
+    from .pathbench import PATH_PAIRS
+
+    parser.add_argument("--pairs", help=f"comma-separated pairs (default {DEFAULT_PAIRS}; with --paths {PATH_PAIRS})")
     parser.add_argument("--backends", default="default",
-                        help="comma-separated translators to compare, or 'default' (best per pair) or 'all'")
+                        help="comma-separated translators or paths (bergamot:en-pt,apertium:pt-es) to compare, "
+                        "or 'default' (the best installed path per pair) or 'all'")
+    parser.add_argument("--paths", action="store_true",
+                        help="score every installed path of the pairs (offline, then the --top best simultaneously) "
+                        "and write the table the default path comes from (--paths-out)")
+    parser.add_argument("--max-hops", type=int, default=3, help="--paths: longest path (default 3)")
+    parser.add_argument("--top", type=int, default=3, help="--paths: paths streamed word by word per pair (default 3)")
+    parser.add_argument("--llm-lines", type=int, default=10,
+                        help="--paths: lines for paths with an LLM edge (0.2-0.6 s an update; default 10)")
+    parser.add_argument("--paths-out", type=Path, default=PATHS_FILE,
+                        help="--paths: the table to update (default translate/paths.json in the package)")
     parser.add_argument("--policy", default="default",
                         help="target commit policy: default (best measured per backend), local-agreement, wait-k")
     parser.add_argument("--lines", type=int, default=100, help="first N devtest lines (default 100)")
@@ -77,10 +90,14 @@ def rounded(x: float | None, digits: int) -> float | None:
 
 
 def options_for(registry, backend: str, options: dict) -> dict:  # noqa: ANN001
-    """The --set options this backend's config knows (a comparison may mix backends)."""
+    """The --set options this backend's config knows (a comparison may mix backends; a path's
+    options are those of any of its engines)."""
     import dataclasses
 
-    known = {f.name for f in dataclasses.fields(registry.config("translator", backend))}
+    from .graph import is_path_spec, parse_path
+
+    engines = {e.engine for e in parse_path(backend)} if is_path_spec(backend) else {backend}
+    known = {f.name for name in engines for f in dataclasses.fields(registry.config("translator", name))}
     return {k: v for k, v in options.items() if k in known}
 
 
@@ -89,14 +106,17 @@ def bench_pair(registry, source: str, target: str, backend: str, policy: str, li
                policy_options: dict | None = None, start: int = 0, simultaneous: bool = True) -> dict:  # noqa: ANN001
     import sacrebleu
 
-    from .stage import open_translation
+    from .stage import open_stream, open_translation
 
     options = options_for(registry, backend, options or {})
     src, ref = read_lines(data, source), read_lines(data, target)
     examples = pick_examples(src, ref, shots)
-    translation = open_translation(registry, source, target, backend, policy, backend_options=options,
-                                   policy_options=policy_options, examples=examples)
-    offline_stream = registry.create("translator", backend, **(options or {})).open(source, target, examples)
+    offline_stream, _ = open_stream(registry, source, target, backend, options, examples)
+    if not simultaneous:
+        translation = None
+    else:
+        translation = open_translation(registry, source, target, backend, policy, backend_options=options,
+                                       policy_options=policy_options, examples=examples)
     hyps, offline, als, laals, tokens, ms, sources, cpu = [], [], [], [], [], [], [], []
     generated: list[int] = []
     erased = committed_erased = final_tokens = empty = 0
@@ -110,6 +130,7 @@ def bench_pair(registry, source: str, target: str, backend: str, policy: str, li
                 if progress:
                     progress.update(1, f"{source}-{target} {backend} offline")
                 continue
+            assert translation is not None
             translation.reset()
             run = translate_stream(translation, words)
             hyps.append(" ".join(run.target))
@@ -134,7 +155,8 @@ def bench_pair(registry, source: str, target: str, backend: str, policy: str, li
             if progress:
                 progress.update(1, f"{source}-{target} {backend}")
     finally:
-        translation.stream.close()
+        if translation is not None:
+            translation.stream.close()
         offline_stream.close()
     if not simultaneous:
         refs = [ref[start : start + len(offline)]]
@@ -166,7 +188,7 @@ def bench_pair(registry, source: str, target: str, backend: str, policy: str, li
         "update_cpu_ms_mean": round(statistics.mean(cpu), 2) if cpu else 0.0,
         "updates": len(tokens),
         "generated_per_update_mean": round(statistics.mean(generated), 2) if generated else 0.0,
-        "loops": translation.loops,
+        "loops": translation.loops if translation else 0,
         "copy_rate": round(sum(looks_copied(s, h) for s, h in zip(sources, hyps)) / max(len(hyps), 1), 3),
     }
 
@@ -176,7 +198,12 @@ def backends_for(registry, source: str, target: str, spec: str) -> list[str]:  #
     from .backends import default_backend
 
     if spec == "default":
-        return [default_backend(source, target)]
+        return [default_backend(source, target, registry)]
+    if spec != "all" and ":" in spec:  # engines and paths (`bergamot:en-pt,apertium:pt-es`), checked here
+        from .graph import parse_paths, resolve
+
+        return [resolve(registry, source, target, p[0].engine if len(p) == 1 else ",".join(e.spec for e in p)).backend
+                for p in parse_paths(spec, source, target)]
     names = registry.names("translator") if spec == "all" else [b.strip() for b in spec.split(",") if b.strip()]
     out = []
     for name in names:
@@ -191,14 +218,10 @@ def backends_for(registry, source: str, target: str, spec: str) -> list[str]:  #
 
 
 def _pairs(registry, name: str) -> tuple[tuple[str, str], ...]:  # noqa: ANN001
-    from .languages import ALL_PAIRS
+    from .backends import engine_pairs
 
     registry.spec("translator", name)  # unknown name: a clear error
-    if name == "apertium":  # the pairs whose Debian package is installed
-        from .apertium import discover_modes
-
-        return tuple(sorted(discover_modes()))
-    return (("en", "pt"), ("pt", "en")) if name == "bergamot" else ALL_PAIRS
+    return engine_pairs(registry, name, {"model": "given"})
 
 
 def run(args: argparse.Namespace) -> int:
@@ -209,9 +232,20 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.start < EXAMPLE_LINES.start:
         raise UserError(f"--start must be between 0 and {EXAMPLE_LINES.start - 1} (lines 900-1011 are the few-shot examples)")
     registry = default_registry()
-    pairs = [parse_pair(p) for p in args.pairs.split(",") if p.strip()]
+    from .pathbench import PATH_PAIRS, print_paths, run_paths
+
+    pairs = [parse_pair(p) for p in (args.pairs or (PATH_PAIRS if args.paths else DEFAULT_PAIRS)).split(",") if p.strip()]
     for s, t in pairs:
         check_pair(s, t)
+    if args.paths:
+        if args.max_hops < 1 or args.top < 0 or args.llm_lines < 1:
+            raise UserError("--max-hops and --llm-lines must be at least 1, --top at least 0")
+        table = run_paths(registry, pairs, args)
+        if args.json:
+            print(json.dumps({f"{s}-{t}": table["pairs"][f"{s}-{t}"] for s, t in pairs}, indent=2))
+        else:
+            print_paths(table, pairs, sys.stdout)
+        return 0
     plan = [(s, t, b) for s, t in pairs for b in backends_for(registry, s, t, args.backends)]
     options = parse_settings(args.set)
     results: dict[str, dict[str, dict]] = {}

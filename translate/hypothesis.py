@@ -6,6 +6,11 @@ from dataclasses import dataclass
 from typing import Protocol
 
 
+class EngineFailed(RuntimeError):
+    """A translation engine failed twice on one request (a restart did not help): it ends the
+    session that asked, not the process."""
+
+
 @dataclass
 class Hypothesis:
     """A full target hypothesis for the current sentence (the committed words first).

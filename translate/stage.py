@@ -13,7 +13,10 @@ from speech.events import EventLog
 from speech.registry import Registry
 from speech.types import TextUpdate
 
-from .backends import default_backend, default_policy, default_policy_options
+from .backends import default_policy, default_policy_options
+from .chain import ChainStream
+from .graph import Route, resolve
+from .hypothesis import TranslationStream
 from .segment import SentenceSegmenter
 from .simultaneous import Emitted, SimultaneousTranslation
 
@@ -29,16 +32,56 @@ def open_translation(
     examples: tuple[tuple[str, str], ...] | None = None,
     max_sentence_words: int = 40,
 ) -> SimultaneousTranslation:
-    """One stream's translator: the engine comes shared from the registry, the state is new."""
-    if backend == "default":
-        backend = default_backend(source, target)
+    """One stream's translator: the engines come shared from the registry, the state is new.
+
+    `backend`: "default" (the best measured installed path, graph.py), one engine's name, or a
+    path (`bergamot:en-pt,apertium:pt-es`); a path is checked before any engine loads.
+    """
+    stream, route = open_stream(registry, source, target, backend, backend_options, examples)
     if policy == "default":
-        policy = default_policy(backend)
-        policy_options = {**default_policy_options(backend), **(policy_options or {})}
-    engine = registry.create("translator", backend, **(backend_options or {}))
-    stream = engine.open(source, target, examples)
-    rule = registry.create("mt-policy", policy, **(policy_options or {}))
+        policy = default_policy(route.backend)
+        policy_options = {**default_policy_options(route.backend), **(policy_options or {})}
+    try:
+        rule = registry.create("mt-policy", policy, **(policy_options or {}))
+    except BaseException:
+        stream.close()
+        raise
     return SimultaneousTranslation(stream, rule, language=target, segmenter=SentenceSegmenter(max_sentence_words))
+
+
+def open_stream(
+    registry: Registry,
+    source: str,
+    target: str,
+    backend: str = "default",
+    backend_options: dict[str, Any] | None = None,
+    examples: tuple[tuple[str, str], ...] | None = None,
+) -> tuple[TranslationStream, Route]:
+    """The translation stream for `backend` (one engine, or a ChainStream for a path) and its route.
+
+    Options go to every hop whose engine knows them; one that no hop knows is an error. Few-shot
+    `examples` are for the pair itself, so only a one-hop path gets them.
+    """
+    options = backend_options or {}
+    route = resolve(registry, source, target, backend, options)
+    known: set[str] = set()
+    for engine in {e.engine for e in route.path}:
+        known |= {f.name for f in dataclasses.fields(registry.config("translator", engine))}
+    unknown = set(options) - known
+    if unknown and len(route.path) > 1:
+        raise TypeError(f"no translator of {route.spec} has option(s) {sorted(unknown)}; options: {sorted(known)}")
+    hops: list[TranslationStream] = []
+    try:
+        for edge in route.path:
+            own = options if len(route.path) == 1 else {k: v for k, v in options.items()
+                                                        if k in {f.name for f in dataclasses.fields(registry.config("translator", edge.engine))}}
+            engine = registry.create("translator", edge.engine, **own)
+            hops.append(engine.open(edge.source, edge.target, examples if len(route.path) == 1 else None))
+    except BaseException:
+        for hop in hops:
+            hop.close()
+        raise
+    return (hops[0] if len(hops) == 1 else ChainStream(hops)), route
 
 
 @dataclass
@@ -50,12 +93,15 @@ class TranslateStage:
     compute_s: float = 0.0
     emitted: int = 0
     _last_source_time: float = field(default=0.0, repr=False)
+    # when the newest source word read so far was spoken (its end), for the listener's lag
+    _spoken_time: float | None = field(default=None, repr=False)
 
     async def run(self, inbox: Channel[TextUpdate], outbox: Channel[TextUpdate]) -> None:
         ended = False
         try:
             async for update in inbox:
                 self._last_source_time = update.source_time
+                self._spoken_time = spoken_time(update, self._spoken_time)
                 if not (update.committed or update.final or update.end_of_stream):
                     continue  # only the source's tentative tail changed: nothing to translate
                 self.clock.begin(update.wall_time)
@@ -82,10 +128,21 @@ class TranslateStage:
         wall = self.clock.end()
         for e in emitted:
             self.compute_s += e.stats.ms / 1000
-            u = dataclasses.replace(e.update, source_time=source_time, wall_time=wall)
+            u = dataclasses.replace(e.update, source_time=source_time, wall_time=wall, spoken_time=self._spoken_time)
             self.log.update("mt", u, tokens_evaluated=e.stats.tokens_evaluated, update_ms=round(e.stats.ms, 2))
             self.emitted += 1
             await outbox.put(u)
+
+
+def spoken_time(update: TextUpdate, previous: float | None) -> float | None:
+    """When the newest committed source word was spoken: its end from the recogniser's word
+    timestamps; the source seconds consumed where a recogniser gives no word times."""
+    ends = [w.end for w in update.committed if w.end is not None]
+    if ends:
+        return max(ends + ([previous] if previous is not None else []))
+    if update.committed:
+        return update.spoken_time if update.spoken_time is not None else update.source_time
+    return previous
 
 
 def build_stage(registry: Registry, config, clock: Clock, log: EventLog) -> TranslateStage:  # noqa: ANN001

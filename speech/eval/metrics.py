@@ -15,7 +15,7 @@ from ..events import updates
 from ..stats import percentile
 from ..types import Word
 from .erasure import erasure_rate
-from .latency import average_token_delay, speech_end_offset, text_latency
+from .latency import text_latency
 from .quality import sentence_scores, word_errors
 
 CLOCKS = {"cu": "source_time", "ca": "wall_time"}
@@ -102,23 +102,22 @@ def translation_latency(words: list[Emitted], src_len: float, ref_len: int | Non
     return out
 
 
-def speech_latency(records: list[dict], src_len: float) -> dict[str, float]:
+def speech_latency(records: list[dict], src_len: float, ref_len: int | None = None) -> dict[str, float]:
+    """Speech-output latency on the listener's timeline (speech.eval.listener), both clocks."""
+    from .listener import listener_latency
+
     out: dict[str, float] = {}
     chunks = audio_records(records)
     for clock in CLOCKS:
+        figures = listener_latency(records, src_len, clock, ref_len)
+        for name, value in figures.items():
+            if name != "words_heard":
+                out[f"audio_{name}_{clock}"] = value
         intervals, silences = playback(chunks, clock)
-        if not intervals:
-            continue
-        out[f"audio_StartOffset_{clock}"] = intervals[0][0]
-        out[f"audio_EndOffset_{clock}"] = speech_end_offset(intervals, src_len)
-        out[f"audio_discontinuities_{clock}"] = len(silences)
-        out[f"audio_silence_total_s_{clock}"] = sum(silences)
-        out[f"audio_silence_mean_s_{clock}"] = sum(silences) / len(silences) if silences else 0.0
-    cu = [float(c["source_time"]) for c in chunks if c.get("source_time") is not None]
-    if chunks and len(cu) == len(chunks):
-        durations = [float(c["duration"]) for c in chunks]
-        out["audio_ATD_cu"] = average_token_delay(cu, durations=durations)
-        out["audio_ATD_ca"] = average_token_delay(cu, durations=durations, elapsed=[c["wall_time"] for c in chunks])
+        if intervals:
+            out[f"audio_discontinuities_{clock}"] = len(silences)
+            out[f"audio_silence_total_s_{clock}"] = sum(silences)
+            out[f"audio_silence_mean_s_{clock}"] = sum(silences) / len(silences) if silences else 0.0
     if chunks:
         out["audio_s"] = sum(float(c["duration"]) for c in chunks)
     return out
@@ -165,7 +164,7 @@ def utterance_metrics(
         notes.append("no reference translation: BLEU, chrF and ASR-BLEU left out; latencies use |hyp|")
     if src_len:
         out.update(translation_latency(mt, src_len, ref_len))
-        out.update(speech_latency(records, src_len))
+        out.update(speech_latency(records, src_len, ref_len))
     if mt == [] and any(r.get("stage") == "mt" for r in records if r.get("kind") == "update"):
         notes.append("the translation committed no words")
 

@@ -181,8 +181,24 @@ def _report(opts: EvalOptions, results: list[dict], skipped: list[dict]) -> None
             if opts.long_form:
                 plots.append(("waterfall: long-form stream", P.waterfall(records, pdir / "waterfall.png", "long-form stream")))
             plots.append((f"lag over time: {stream.parent.name}", P.lag_over_time(records, pdir / "lag_over_time.png")))
+            plots.append((f"listener lag, duration control on and off: {stream.parent.name}",
+                          _listener_plot(records, pdir / "listener_lag.png")))
         plots.append(("quality against latency", P.quality_latency(results, pdir / "quality_latency.png")))
     write_report(opts.out, info, results, skipped, plots)
+
+
+def _listener_plot(records: list[dict], path: Path) -> Path:
+    """The stream's listener lag as it ran, beside the same translation spoken with the duration
+    control switched the other way (only the TTS stage runs again)."""
+    from speech.tts.longtalk import respeak
+
+    from . import plots as P
+
+    config = next((r for r in records if r.get("kind") == "meta"), {}).get("config", {})
+    control = (config.get("extra") or {}).get("tts_pace", {}).get("control", True)
+    other = respeak(records, not control)
+    on, off = (records, other) if control else (other, records)
+    return P.listener_lag([("duration control on", on), ("duration control off", off)], path)
 
 
 def _longest(logs: list[Path]) -> Path | None:

@@ -58,10 +58,11 @@ def test_utterance_metrics_by_hand():
     assert m["bleu"] == pytest.approx(100.0)
     # "el perro" shown, then "el gato" committed: one word erased over 4 final words
     assert m["mt_erasure"] == pytest.approx(0.25)
-    # audio: played at 3.1 (0.5 s) and 5.2: one gap of 1.6 s (aware); unaware at 2.0 and 4.0
-    assert m["audio_StartOffset_ca"] == 3.1 and m["audio_EndOffset_ca"] == pytest.approx(1.8)
+    # audio: played at 3.1 (0.5 s) and 5.2: one gap of 1.6 s (aware); unaware at 2.0 and 4.0;
+    # StartOffset counts from the speech onset (the first recognised word starts at 0.2)
+    assert m["audio_StartOffset_ca"] == pytest.approx(2.9) and m["audio_EndOffset_ca"] == pytest.approx(1.8)
     assert m["audio_discontinuities_ca"] == 1 and m["audio_silence_total_s_ca"] == pytest.approx(1.6)
-    assert m["audio_StartOffset_cu"] == 2.0 and m["audio_EndOffset_cu"] == pytest.approx(0.6)
+    assert m["audio_StartOffset_cu"] == pytest.approx(1.8) and m["audio_EndOffset_cu"] == pytest.approx(0.6)
     assert m["rtf_asr"] == pytest.approx(0.5) and m["rtf_mt"] == pytest.approx(0.25)
     assert m["ttfa_ca"] == 3.1 and m["ttfa_cu"] == 2.0 and m["peak_rss_mb"] == 512.0
     assert m["notes"] == ""
