@@ -106,12 +106,15 @@ class Connection:
     async def _run(self, hello: P.Hello) -> None:
         metrics = self.server.metrics
         self.input = InputAudio(hello.codec, hello.sample_rate)
-        log = EventLog(self.server.log_path(self.number), keep=False, on_record=self._on_record_any_thread)
+        try:
+            log = EventLog(self.server.log_path(self.number), keep=False, on_record=self._on_record_any_thread)
+        except OSError as e:
+            raise P.ProtocolError("log_unwritable", f"cannot write the session log: {e}", P.CLOSE_INTERNAL) from None
         try:
             session = await asyncio.to_thread(
                 self.server.pipeline, hello, self._source, self._sink, self.clock, log
             )
-        except (ValueError, LookupError, RuntimeError, ImportError) as e:
+        except (ValueError, LookupError, RuntimeError, ImportError, MemoryError, OSError) as e:
             log.close()
             raise P.ProtocolError("unavailable", f"cannot build a pipeline for {hello.source}->{hello.target}: {e}", P.CLOSE_INTERNAL) from None
         self.clock.restart()
