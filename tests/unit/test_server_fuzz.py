@@ -195,7 +195,10 @@ def converse(url: str, msgs: list[str | bytes]) -> tuple[list[dict], int | None]
 def test_fuzz_hostile_messages_never_crash_or_leak(caplog):
     caplog.set_level(logging.ERROR, logger="websockets")
     sent = [0]
+    import psutil
+
     config = ServerConfig(port=0, max_sessions=3, hello_timeout=2, idle_timeout=2)
+    rss_before = psutil.Process().memory_info().rss
     with ServerThread(config) as st_:
         url = st_.server.url
 
@@ -231,6 +234,8 @@ def test_fuzz_hostile_messages_never_crash_or_leak(caplog):
         res = asyncio.run(stream_audio(url, tone, 16000, "en", "es", speed=0))
         assert res.committed("recognition") == ["w0", "w1"]
     assert sent[0] >= 1000, f"only {sent[0]} hostile messages were sent"
+    grown = psutil.Process().memory_info().rss - rss_before
+    assert grown < 64 * 2**20, f"memory grew by {grown / 2**20:.0f} MB over the hostile conversations"
     assert not st_.loop_errors, st_.loop_errors[:3]
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.records[:3]
 
