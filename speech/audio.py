@@ -19,6 +19,7 @@ import numpy as np
 
 from .channel import Channel
 from .clock import Clock, SimulatedClock
+from .errors import UserError
 from .types import AudioChunk
 
 MIN_RATE = 8000
@@ -26,7 +27,7 @@ MAX_RATE = 192000
 MAX_READ_S = 2 * 3600.0  # read_audio's limit: longer recordings are streamed (FileSource)
 
 
-class AudioInputError(ValueError):
+class AudioInputError(UserError, ValueError):
     """An input that cannot be used as audio; the message names the input and what to do."""
 
 
