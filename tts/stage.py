@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from speech.channel import Channel, EndOfStream
+from speech.calls import model_call
 from speech.clock import Clock, StageClock
 from speech.events import EventLog
 from speech.types import AudioChunk, TextUpdate
@@ -43,6 +44,7 @@ class TtsStage:
     chunker: ChunkerConfig = field(default_factory=ChunkerConfig)
     joins: JoinConfig = field(default_factory=JoinConfig)
     pace: PaceConfig = field(default_factory=PaceConfig)
+    call_timeout_s: float | None = 30.0  # a synthesiser call that hangs ends the session with a named error
     name: str = "tts"
 
     async def run(self, inbox: Channel[TextUpdate], outbox: Channel[AudioChunk]) -> None:
@@ -92,7 +94,8 @@ class TtsStage:
         stream = synthesize_at(self.synthesizer, text, decision.speed)
         buffers: list[np.ndarray] = []
         first: float | None = None
-        while (chunk := await asyncio.to_thread(next, stream, None)) is not None:
+        while (chunk := await model_call(next, stream, None, timeout_s=self.call_timeout_s,
+                                         what=f"synthesising {text[:40]!r}")) is not None:
             if first is None:
                 # The first sample exists now; the rest of the synthesis continues from here.
                 first = timer.end()
