@@ -26,6 +26,9 @@ class AudioChunk:
     seq: int = 0
     wall_time: float = 0.0
     text: str = ""  # for synthesised audio: the text it speaks
+    # For synthesised audio: when the listener starts to hear it (after every earlier chunk), on
+    # the same clock as `wall_time`; None for input audio and before the chunk is scheduled.
+    play_start: float | None = None
 
     def __post_init__(self) -> None:
         if self.sample_rate <= 0:
@@ -81,6 +84,8 @@ class TextUpdate:
     - `final`: this update closes a segment (sentence) or, with `end_of_stream`, the stream.
     - `source_time`: seconds of source audio consumed when this was emitted (computation-unaware).
     - `wall_time`: computation-aware seconds since the session started (real or emulated).
+    - `spoken_time`: for a translation, when the newest source word it had read was spoken (that
+      word's end on the source timeline, from the recogniser's word timestamps); None where unknown.
     """
 
     committed: tuple[Word, ...] = ()
@@ -90,6 +95,7 @@ class TextUpdate:
     wall_time: float = 0.0
     end_of_stream: bool = False
     language: str = ""
+    spoken_time: float | None = None
 
     @property
     def committed_text(self) -> str:
@@ -108,6 +114,7 @@ class TextUpdate:
             "source_time": round(self.source_time, 4),
             "wall_time": round(self.wall_time, 4),
             "language": self.language,
+            **({"spoken_time": round(self.spoken_time, 4)} if self.spoken_time is not None else {}),
         }
 
     @classmethod
@@ -120,6 +127,7 @@ class TextUpdate:
             wall_time=float(d.get("wall_time", 0.0)),
             end_of_stream=bool(d.get("end_of_stream", False)),
             language=d.get("language", ""),
+            spoken_time=None if d.get("spoken_time") is None else float(d["spoken_time"]),
         )
 
 

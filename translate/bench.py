@@ -14,17 +14,22 @@ import statistics
 import sys
 from pathlib import Path
 
+from speech.data import data_path
 from speech.errors import UserError
 from speech.progress import Progress
 from speech.settings import parse_settings
 
 from .graph import PATHS_FILE
 from .languages import FLORES_CODES, check_pair, parse_pair
-from .metrics import average_lagging, erasure, laal, looks_copied
+from speech.eval.erasure import erased_words
+from speech.eval.latency import average_lagging, length_adaptive_average_lagging
+from speech.stats import percentile
+
+from .metrics import looks_copied
 from .simulate import translate_stream
 
 DEFAULT_PAIRS = "en-es,en-pt,pt-en,en-de,en-fr"
-FLORES = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "text" / "flores101"
+FLORES = data_path("text", "flores101")  # $SPEECH_DATA, else ../shared/data beside the checkout
 EXAMPLE_LINES = range(899, 1011)  # 0-based: lines 900-1011
 
 
@@ -50,7 +55,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--start", type=int, default=0,
                         help="skip this many lines first (tune on e.g. --start 200, score on the default 0)")
     parser.add_argument("--shots", type=int, default=5, help="few-shot examples for LLMs, from lines 900-1011 (default 5)")
-    parser.add_argument("--data", type=Path, default=FLORES, help="FLORES-101 folder (default ../shared/data/text/flores101)")
+    parser.add_argument("--data", type=Path, default=FLORES, help="FLORES-101 folder (default: $SPEECH_DATA/text/flores101, else ../shared/data beside the checkout)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a translator option, e.g. --set max_tentative_tokens=6 (repeatable)")
     parser.add_argument("--policy-set", action="append", default=[], metavar="KEY=VALUE",
@@ -77,8 +82,12 @@ def pick_examples(src: list[str], tgt: list[str], shots: int) -> tuple[tuple[str
     return tuple(out[:shots])
 
 
-def p50(values: list[float]) -> float:
-    return float(statistics.median(values)) if values else 0.0
+def p50(values: list[float]) -> float | None:
+    return percentile(values, 50)
+
+
+def rounded(x: float | None, digits: int) -> float | None:
+    return None if x is None else round(x, digits)
 
 
 def options_for(registry, backend: str, options: dict) -> dict:  # noqa: ANN001
@@ -111,7 +120,7 @@ def bench_pair(registry, source: str, target: str, backend: str, policy: str, li
                                        policy_options=policy_options, examples=examples)
     hyps, offline, als, laals, tokens, ms, sources, cpu = [], [], [], [], [], [], [], []
     generated: list[int] = []
-    erased = committed_erased = final_tokens = 0
+    erased = committed_erased = final_tokens = empty = 0
     try:
         for i in range(start, min(start + lines, len(src), EXAMPLE_LINES.start)):
             words = src[i].split()
@@ -128,10 +137,15 @@ def bench_pair(registry, source: str, target: str, backend: str, policy: str, li
             hyps.append(" ".join(run.target))
             sources.append(src[i])
             trace = run.trace
-            als.append(average_lagging(trace.delays, len(words), len(run.target)))
-            laals.append(laal(trace.delays, len(words), len(run.target), len(ref[i].split())))
-            erased += erasure(trace.displays)
-            committed_erased += erasure(trace.committed)
+            # SimulEval's conventions (speech.eval.latency): |Y| is the reference's length; a line
+            # with no output has no latency and is counted apart, not averaged as 0.
+            if trace.delays and words:
+                als.append(average_lagging(trace.delays, len(words), len(ref[i].split())))
+                laals.append(length_adaptive_average_lagging(trace.delays, len(words), len(ref[i].split())))
+            else:
+                empty += 1
+            erased += erased_words(trace.displays)
+            committed_erased += erased_words(trace.committed)
             final_tokens += len(run.target)
             tokens += run.tokens_per_update
             ms += run.update_ms
@@ -163,14 +177,15 @@ def bench_pair(registry, source: str, target: str, backend: str, policy: str, li
         "offline_chrf": round(sacrebleu.corpus_chrf(offline, refs).score, 2),
         "bleu": round(sacrebleu.corpus_bleu(hyps, refs).score, 2),
         "offline_bleu": round(sacrebleu.corpus_bleu(offline, refs).score, 2),
-        "al_words": round(statistics.mean(als), 3) if als else 0.0,
-        "laal_words": round(statistics.mean(laals), 3) if laals else 0.0,
+        "al_words": round(statistics.mean(als), 3) if als else None,
+        "laal_words": round(statistics.mean(laals), 3) if laals else None,
+        "empty_outputs": empty,
         "erasure": round(erased / max(final_tokens, 1), 4),
         "committed_erasure": round(committed_erased / max(final_tokens, 1), 4),
         "tokens_per_update_p50": p50(tokens),
-        "update_ms_p50": round(p50(ms), 2),
-        "update_ms_p90": round(statistics.quantiles(ms, n=10)[-1], 2) if len(ms) >= 10 else round(max(ms, default=0.0), 2),
-        "update_cpu_ms_p50": round(p50(cpu), 2),
+        "update_ms_p50": rounded(p50(ms), 2),
+        "update_ms_p90": rounded(percentile(ms, 90), 2),
+        "update_cpu_ms_p50": rounded(p50(cpu), 2),
         "update_cpu_ms_mean": round(statistics.mean(cpu), 2) if cpu else 0.0,
         "updates": len(tokens),
         "generated_per_update_mean": round(statistics.mean(generated), 2) if generated else 0.0,
@@ -263,4 +278,4 @@ def print_table(results: dict[str, dict[str, dict]], out) -> None:  # noqa: ANN0
     out.write(f"{'pair':6} {'backend':12} " + " ".join(f"{c:>10.10}" for c in cols) + "\n")
     for pair, by_backend in results.items():
         for backend, r in by_backend.items():
-            out.write(f"{pair:6} {backend:12} " + " ".join(f"{r.get(c, '-'):>10}" for c in cols) + "\n")
+            out.write(f"{pair:6} {backend:12} " + " ".join(f"{str(r.get(c, '-')):>10}" for c in cols) + "\n")

@@ -65,6 +65,9 @@ class SimultaneousTranslation:
     copies: int = 0  # finished sentences the model copied instead of translating (Gemma does)
     _hypothesised: int = 0  # source words of the current sentence behind the last hypothesis
     _tentative: tuple[str, ...] = ()
+    # the committed source words not yet in a finished sentence, with their times: each target
+    # word gets the times of the source word at the same relative position (see `_aligned`)
+    _source: list[Word] = field(default_factory=list)
 
     # -- protocol -------------------------------------------------------------------------
     def update(self, source: TextUpdate) -> TextUpdate:
@@ -80,12 +83,14 @@ class SimultaneousTranslation:
         self.committed = []
         self._hypothesised = 0
         self._tentative = ()
+        self._source = []
 
     # -- the work ---------------------------------------------------------------------------
     def step(self, source: TextUpdate) -> list[Emitted]:
         """The target updates for one source update (none when nothing changed)."""
         out: list[Emitted] = []
         for word in source.committed:
+            self._source.append(word)
             for sentence in self.segmenter.push(word.text):
                 out.append(self._end_sentence(sentence, source))
         if source.final:
@@ -121,7 +126,9 @@ class SimultaneousTranslation:
         self.committed += new
         self._hypothesised = len(words)
         self._tentative = tuple(hyp.words[max(total, len(self.committed)) :])
-        return Emitted(self._make(new, self._tentative, source, final=False), stats)
+        start = len(self.committed) - len(new)
+        timed = self._aligned(new, start, max(len(hyp.words), len(self.committed)), self._source[: len(words)])
+        return Emitted(self._make(timed, self._tentative, source, final=False), stats)
 
     def _end_sentence(self, sentence: list[str], source: TextUpdate) -> Emitted:
         stats = UpdateStats()
@@ -132,17 +139,33 @@ class SimultaneousTranslation:
         self.copies += hyp.copied
         new = hyp.words[len(self.committed) :]
         target = self.committed + new
+        timed = self._aligned(new, len(self.committed), len(target), self._source[: len(sentence)])
+        del self._source[: len(sentence)]
         self.stream.end_sentence(sentence, target)
         self.policy.reset()
         self.committed = []
         self._hypothesised = 0
         self._tentative = ()
         self.sentences += 1
-        return Emitted(self._make(new, (), source, final=True), stats)
+        return Emitted(self._make(timed, (), source, final=True), stats)
 
-    def _make(self, new: list[str], tentative: tuple[str, ...], source: TextUpdate, final: bool) -> TextUpdate:
+    @staticmethod
+    def _aligned(new: list[str], first: int, length: int, source: list[Word]) -> list[Word]:
+        """Target words `first`.. of a sentence translation `length` words long, each with the
+        times of the source word at the same relative position among the `source` words read
+        (a monotonic alignment: with no word aligner at hand, the listener's lag of a translated
+        word is measured from the source word it most likely renders)."""
+        if not source:
+            return [Word(w) for w in new]
+        out = []
+        for j, w in enumerate(new, first):
+            src = source[min(len(source) - 1, (j * len(source)) // max(length, 1))]
+            out.append(Word(w, src.start, src.end))
+        return out
+
+    def _make(self, new: list[Word], tentative: tuple[str, ...], source: TextUpdate, final: bool) -> TextUpdate:
         return TextUpdate(
-            committed=tuple(Word(w) for w in new),
+            committed=tuple(new),
             tentative=tuple(Word(w) for w in tentative),
             final=final,
             source_time=source.source_time,

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from speech.calls import model_call
 from speech.channel import Channel
 from speech.clock import Clock, StageClock
 from speech.events import EventLog
@@ -90,28 +90,34 @@ class TranslateStage:
     clock: StageClock
     log: EventLog
     name: str = "mt"
+    # Longest a translator call may take (one update, or finishing a sentence) before the session
+    # ends with ModelCallTimeout; None: no limit. A sentence end on Gemma takes 1-3 s on 2 cores.
+    call_timeout_s: float | None = 60.0
     compute_s: float = 0.0
     emitted: int = 0
     _last_source_time: float = field(default=0.0, repr=False)
+    # when the newest source word read so far was spoken (its end), for the listener's lag
+    _spoken_time: float | None = field(default=None, repr=False)
 
     async def run(self, inbox: Channel[TextUpdate], outbox: Channel[TextUpdate]) -> None:
         ended = False
         try:
             async for update in inbox:
                 self._last_source_time = update.source_time
+                self._spoken_time = spoken_time(update, self._spoken_time)
                 if not (update.committed or update.final or update.end_of_stream):
                     continue  # only the source's tentative tail changed: nothing to translate
                 self.clock.begin(update.wall_time)
-                emitted = await asyncio.to_thread(self.translation.step, update)
+                emitted = await self._call(self.translation.step, update)
                 if update.end_of_stream:
-                    emitted += await asyncio.to_thread(self.translation.finish_steps, update.source_time)
+                    emitted += await self._call(self.translation.finish_steps, update.source_time)
                     ended = True
                 await self._emit(emitted, update.source_time, outbox)
                 if ended:
                     break
             if not ended:  # the ASR closed without an end-of-stream update: flush anyway
                 self.clock.begin(self.clock.now())
-                flushed = await asyncio.to_thread(self.translation.finish_steps, self._last_source_time)
+                flushed = await self._call(self.translation.finish_steps, self._last_source_time)
                 await self._emit(flushed, self._last_source_time, outbox)
         finally:
             self.log.write(
@@ -121,20 +127,44 @@ class TranslateStage:
             )
             self.translation.stream.close()
 
+    async def _call(self, fn, *args):  # noqa: ANN001, ANN202 - a bound method of the translation
+        return await model_call(fn, *args, timeout_s=self.call_timeout_s, what=f"the translator ({fn.__name__})")
+
     async def _emit(self, emitted: list[Emitted], source_time: float, outbox: Channel[TextUpdate]) -> None:
         wall = self.clock.end()
         for e in emitted:
             self.compute_s += e.stats.ms / 1000
-            u = dataclasses.replace(e.update, source_time=source_time, wall_time=wall)
+            u = dataclasses.replace(e.update, source_time=source_time, wall_time=wall, spoken_time=self._spoken_time)
             self.log.update("mt", u, tokens_evaluated=e.stats.tokens_evaluated, update_ms=round(e.stats.ms, 2))
             self.emitted += 1
             await outbox.put(u)
 
 
+def spoken_time(update: TextUpdate, previous: float | None) -> float | None:
+    """When the newest committed source word was spoken: its end from the recogniser's word
+    timestamps; the source seconds consumed where a recogniser gives no word times."""
+    ends = [w.end for w in update.committed if w.end is not None]
+    if ends:
+        return max(ends + ([previous] if previous is not None else []))
+    if update.committed:
+        return update.spoken_time if update.spoken_time is not None else update.source_time
+    return previous
+
+
 def build_stage(registry: Registry, config, clock: Clock, log: EventLog) -> TranslateStage:  # noqa: ANN001
-    """The "mt" stage for a speech.pipeline.PipelineConfig (config.extra["mt_options"] passes backend options)."""
+    """The "mt" stage for a speech.pipeline.PipelineConfig (options: config.mt_options, a
+    speech.options.MtOptions: engine and policy options, and the device of an LLM translator)."""
+    typed = config.mt_options
+    backend = config.mt_backend  # "default", one engine, or a path (graph.py)
+    backend_options = dict(typed.engine)
+    if backend.endswith(".gguf"):  # a local GGUF file: the "gguf" translator with model=PATH
+        backend, backend_options = "gguf", {"model": backend, **backend_options}
+    if typed.device != "cpu":  # only the engines with a device option (an LLM): Apertium and Bergamot run on the CPU
+        engines = {e.engine for e in resolve(registry, config.source, config.target, backend, backend_options).path}
+        if any("device" in registry.option_names("translator", e) for e in engines):
+            backend_options.setdefault("device", typed.device)
     translation = open_translation(
-        registry, config.source, config.target, config.mt_backend, config.mt_policy,
-        backend_options=config.extra.get("mt_options"),
+        registry, config.source, config.target, backend, config.mt_policy,
+        backend_options=backend_options, policy_options=dict(typed.policy) or None,
     )
     return TranslateStage(translation, clock.stage("mt"), log)

@@ -21,7 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-DEFAULT_MANIFEST = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "speech" / "fleurs" / "manifest.jsonl"
+from speech.data import data_path
+
+DEFAULT_MANIFEST = data_path("speech", "fleurs", "manifest.jsonl")  # $SPEECH_DATA, else ../shared/data
 DEFAULT_PAIRS = ("en-es", "en-pt", "pt-en")
 FLORES = {"en": "eng", "de": "deu", "fr": "fra", "es": "spa", "pt": "por", "it": "ita", "ca": "cat", "gl": "glg", "ro": "ron"}
 
@@ -35,6 +37,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--text-only", action="store_true",
                         help="TTS alone: commit the reference translation word by word (no ASR, no MT)")
     parser.add_argument("--words-per-s", type=float, default=2.5, help="--text-only commit pace (default 2.5)")
+    parser.add_argument("--speed", type=float, default=0, metavar="X",
+                        help="--text-only: speak everything at X times the voice's rate (1-2.5), no duration control: "
+                             "the intelligibility at the control's fastest speed")
     parser.add_argument("--more-texts", type=int, default=0,
                         help="--text-only: also speak this many FLORES-101 devtest lines of the target language "
                              "(lines the manifest does not use, from --more-from on): more words, less judge noise")
@@ -45,6 +50,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--details", metavar="FILE",
                         help="write one JSON line per clip: the synthesised chunks and what the judge heard per codec")
+    parser.add_argument("--long", type=float, default=0, metavar="MINUTES",
+                        help="one long talk per pair, built from the shared recordings of the source language: "
+                             "listener lag per minute, its slope, EndOffset, duration ratio, control on and off")
+    parser.add_argument("--control", default="on,off",
+                        help="--long: duration-control settings to run on the same translated talk (default on,off)")
+    parser.add_argument("--seed", type=int, default=0, help="--long: seed of the clip order and pauses (default 0)")
+    parser.add_argument("--plot", metavar="PNG", help="--long: draw listener lag against source time here")
+    from .pace import add_pace_arguments
+
+    add_pace_arguments(parser)
 
 
 @dataclass
@@ -57,6 +72,7 @@ class PairResult:
     tts_audio_s: float = 0.0
     start_offsets: list[float] = field(default_factory=list)
     end_offsets: list[float] = field(default_factory=list)
+    lags: list[float] = field(default_factory=list)  # listener lag of every word heard
     stage_rtf_max: dict[str, float] = field(default_factory=dict)
     errors: dict[str, list[int]] = field(default_factory=lambda: {"pcm16": [0, 0], "opus": [0, 0]})
     per_clip: dict[str, list[tuple[int, int]]] = field(default_factory=lambda: {"pcm16": [], "opus": []})
@@ -66,10 +82,10 @@ class PairResult:
     failures: list[str] = field(default_factory=list)
 
     def summary(self) -> dict:
-        from speech.eval.metrics import percentile
+        from speech.stats import percentile
         from .joins import JoinSummary
 
-        def wer(codec: str) -> float | None:
+        def roundtrip_wer(codec: str) -> float | None:
             e, n = self.errors[codec]
             return round(e / n, 4) if n else None
 
@@ -93,12 +109,17 @@ class PairResult:
             "chunk_ttfa_p50_ms": None if c50 is None else round(c50, 1),
             "chunk_ttfa_p90_ms": None if c90 is None else round(c90, 1),
             "tts_rtf": round(self.tts_compute_s / self.tts_audio_s, 4) if self.tts_audio_s else None,
-            "start_offset_s": round(float(np.median(self.start_offsets)), 3) if self.start_offsets else None,
-            "end_offset_s": round(float(np.median(self.end_offsets)), 3) if self.end_offsets else None,
+            # means over the clips, as SimulEval reports them; medians beside them
+            "start_offset_s": round(float(np.mean(self.start_offsets)), 3) if self.start_offsets else None,
+            "start_offset_median_s": round(float(np.median(self.start_offsets)), 3) if self.start_offsets else None,
+            "end_offset_s": round(float(np.mean(self.end_offsets)), 3) if self.end_offsets else None,
+            "end_offset_median_s": round(float(np.median(self.end_offsets)), 3) if self.end_offsets else None,
+            "listener_lag_p50_s": None if not self.lags else round(percentile(self.lags, 50), 3),
+            "listener_lag_p90_s": None if not self.lags else round(percentile(self.lags, 90), 3),
             "realtime_ok": rtf_ok and total < 2.0,
             "stage_rtf_max": {k: round(v, 3) for k, v in self.stage_rtf_max.items()},
-            "roundtrip_wer": wer("pcm16"),
-            "roundtrip_wer_opus24k": wer("opus"),
+            "roundtrip_wer": roundtrip_wer("pcm16"),
+            "roundtrip_wer_opus24k": roundtrip_wer("opus"),
             "roundtrip_wer_halves": halves("pcm16"),
             "roundtrip_wer_opus24k_halves": halves("opus"),
             "roundtrip_words": self.errors["pcm16"][1],
@@ -207,13 +228,16 @@ def run_pair(registry, pair: str, clips: list[dict], args) -> PairResult:
     from speech.progress import Progress
     from speech.translate_cmd import translate_file
 
+    from speech.eval.listener import heard_words, listener_latency
+
     from .joins import measure_joins
     from .roundtrip import roundtrip, through_codec
 
     source, target = pair.split("-")
     result = PairResult(pair)
     config = PipelineConfig(source=source, target=target, voice=args.voice, stages=("asr", "mt", "tts", "codec"),
-                            extra={"tts_options": tts_options(registry, target, args.voice, args.tts_set)})
+                            extra={"tts_options": tts_options(registry, target, args.voice, args.tts_set),
+                                   "tts_pace": args.pace})
     with Progress(len(clips), label=f"s2st {pair}") as bar:
         for clip in clips:
             t0 = time.perf_counter()
@@ -251,9 +275,10 @@ def run_pair(registry, pair: str, clips: list[dict], args) -> PairResult:
                         result.tts_compute_s += r["compute_s"]
                         result.tts_audio_s += r.get("audio_s", 0.0)
             if audio:
-                starts, ends = _listener_times(audio)
-                result.start_offsets.append(starts)
-                result.end_offsets.append(ends - duration)
+                heard = listener_latency(records, duration)
+                result.start_offsets.append(heard["StartOffset"])
+                result.end_offsets.append(heard["EndOffset"])
+                result.lags += [w.lag for w in heard_words(audio) if w.lag is not None]
                 # the sink's chunks are the stage's (one boundary fewer) unless two shared a wall time
                 left = [r["text"] for r in audio[:-1]] if len(boundaries) == len(audio) - 1 else None
                 joins = measure_joins(samples, rate, boundaries, left_texts=left)
@@ -304,16 +329,6 @@ def first_audio_per_commit(audio: list[dict]) -> list[float]:
     return list(first.values())
 
 
-def _listener_times(audio: list[dict]) -> tuple[float, float]:
-    """Start of the first and end of the last chunk on the listener timeline."""
-    start, end = None, 0.0
-    for r in audio:
-        t = float(r["wall_time"]) if start is None else max(float(r["wall_time"]), end)
-        start = t if start is None else start
-        end = t + float(r["duration"])
-    return float(start or 0.0), end
-
-
 def run(args: argparse.Namespace) -> int:
     import os
 
@@ -321,11 +336,22 @@ def run(args: argparse.Namespace) -> int:
     from speech.backends import default_registry
     from speech.errors import UserError
 
+    from .pace import pace_options
+
+    args.pace = pace_options(args)
+    if args.speed:
+        if not args.text_only:
+            raise UserError("--speed needs --text-only (the whole pipeline speeds up by itself: --max-speed)")
+        if not 1.0 <= args.speed <= 2.5:
+            raise UserError(f"--speed must be between 1 and 2.5, got {args.speed:g}")
+        args.pace = {"control": False, "min_speed": args.speed, "max_speed": args.speed}
     registry = default_registry()
     pairs = [p.strip() for p in args.pairs.split(",") if p.strip()]
     for p in pairs:
         if p.count("-") != 1:
             raise UserError(f"--pairs: {p!r} is not source-target (for example en-es)")
+    if args.long:
+        return run_long_talk(registry, pairs, args)
     results, details = [], []
     for pair in pairs:
         clips = _clips(Path(args.manifest), pair.split("-")[0], args.limit)
@@ -357,4 +383,34 @@ def run(args: argparse.Namespace) -> int:
                   f"level jump {r['join_mean_abs_level_jump_db']} dB max step {r['join_max_step']}")
             for f in r["failures"]:
                 print(f"  failed: {f}")
+    return 0
+
+
+def run_long_talk(registry, pairs: list[str], args: argparse.Namespace) -> int:  # noqa: ANN001
+    from speech.errors import UserError
+
+    from .longtalk import plot, public, run_long
+
+    if args.long <= 0 or args.text_only:
+        raise UserError("--long needs a positive number of minutes and the whole pipeline (not --text-only)")
+    settings = {"on": True, "off": False}
+    try:
+        args.control = [settings[c.strip()] for c in args.control.split(",") if c.strip()]
+    except KeyError:
+        raise UserError(f"--control: give on, off or on,off (got {args.control!r})") from None
+    data = Path(args.manifest).resolve().parents[2]
+    results = run_long(registry, pairs, args.long, args, data)
+    if args.plot:
+        plot(results, args.plot)
+    if args.json:
+        out = [public(r) for r in results]
+        print(json.dumps(out if len(out) > 1 else out[0], indent=2))
+    else:
+        for r in map(public, results):
+            per_min = " ".join(f"{x:.1f}" if x is not None else "-" for x in r["listener_lag_p90_s_per_minute"])
+            print(f"{r['pair']} control {r['control']}: {r['talk_s']:.0f} s talk, listener lag p50 "
+                  f"{r['listener_lag_p50_s']} s p90 {r['listener_lag_p90_s']} s, p90 per minute [{per_min}], "
+                  f"slope {r['listener_lag_slope_s_per_min']} s/min, start {r['start_offset_s']} s, "
+                  f"end {r['end_offset_s']} s, output/input {r['duration_ratio']}, faster in "
+                  f"{r['share_chunks_faster']:.0%} of chunks, words dropped {r['share_words_dropped']:.1%}")
     return 0

@@ -40,10 +40,17 @@ class ChunkerConfig:
     # synthesise a call whole before its first sample (Piper): the lead's audio starts sooner and
     # the rest is synthesised while it plays, at the cost of one more prosodic break.
     lead_words: int = 0
+    # While the listener hears nothing (the start of a talk, or after a pause), speak as soon as
+    # this many words wait (0: no special case): the first audio comes sooner, and the words
+    # after it are synthesised while it plays.
+    idle_words: int = 0
 
     def __post_init__(self) -> None:
-        if self.first_words < 0 or self.lead_words < 0:
-            raise ValueError(f"chunker first_words and lead_words must be >= 0, got {self.first_words}, {self.lead_words}")
+        if self.first_words < 0 or self.lead_words < 0 or self.idle_words < 0:
+            raise ValueError(
+                f"chunker first_words, lead_words and idle_words must be >= 0, got {self.first_words}, "
+                f"{self.lead_words}, {self.idle_words}"
+            )
         if self.min_words < 1 or self.max_words < self.min_words:
             raise ValueError(
                 f"chunker needs 1 <= min_words <= max_words, got {self.min_words} and {self.max_words}"
@@ -64,6 +71,8 @@ class SpeechPiece:
     commit_time: float  # wall time of the update that committed its last word
     first_commit_time: float  # wall time of the update that committed its first word
     source_time: float  # source seconds consumed when its last word was committed
+    # per word: when the newest source word behind it was spoken (None: unknown)
+    spoken_times: tuple[float | None, ...] = ()
 
     @property
     def text(self) -> str:
@@ -75,6 +84,7 @@ class _Pending:
     word: Word
     wall_time: float
     source_time: float
+    spoken_time: float | None = None
 
 
 @dataclass
@@ -102,13 +112,17 @@ class TextChunker:
             return []
         return self._take(len(self._pending), "timeout", deadline)
 
-    def push(self, update: TextUpdate) -> list[SpeechPiece]:
+    def push(self, update: TextUpdate, idle: bool = False) -> list[SpeechPiece]:
+        """Take an update's committed words; `idle`: the listener hears nothing at the moment."""
         pieces = self.expire(update.wall_time)
         words = update.committed
         # A burst starts when nothing waits: its first piece may be cut short (first_words).
         limit = (self.config.first_words or self.config.max_words) if not self._pending else self.config.max_words
+        if idle and self.config.idle_words:
+            limit = min(limit, self.config.idle_words)
         for i, word in enumerate(words):
-            self._pending.append(_Pending(word, update.wall_time, update.source_time))
+            spoken = word.end if word.end is not None else update.spoken_time
+            self._pending.append(_Pending(word, update.wall_time, update.source_time, spoken))
             n = len(self._pending)
             if ends_sentence(word.text):
                 pieces += self._take(n, "sentence", update.wall_time)
@@ -154,6 +168,7 @@ class TextChunker:
                 commit_time=taken[-1].wall_time,
                 first_commit_time=part[0].wall_time,
                 source_time=taken[-1].source_time,
+                spoken_times=tuple(p.spoken_time for p in part),
             )
             for part in parts
         ]

@@ -218,6 +218,7 @@ class EspeakSynthesizer:
     # end to end (`speech bench s2st --pairs en-es --limit 10`): time to first audio p50 801 -> 3 ms,
     # round trip 27.5 -> 22.7 %; en->pt 39.0 -> 41.1 % (one sentence of noise). 4 words: 2 ms, 23.1 %.
     chunk_defaults = {"max_words": 6}
+    supports_speed = True  # `synthesize(text, speed)`: eSpeak's own rate, word gap scaled with it
 
     def __init__(self, config: EspeakConfig, engine_: EspeakEngine) -> None:
         self.config = config
@@ -234,10 +235,14 @@ class EspeakSynthesizer:
         self.sample_rate = engine_.sample_rate
         self._fir = treble_fir(self.sample_rate, config.treble_db) if config.treble_db > 0 else None
 
-    def synthesize(self, text: str) -> Iterator[AudioChunk]:
+    def synthesize(self, text: str, speed: float = 1.0) -> Iterator[AudioChunk]:
         text = clean_text(text)
         if not text:
             return
+        if not 0.5 <= speed <= 2.5:
+            raise ValueError(f"eSpeak speed must be between 0.5 and 2.5, got {speed:g}")
+        words_per_minute = round(self.config.words_per_minute * speed)
+        word_gap = round(self.config.word_gap / speed)
         buffers: queue.SimpleQueue = queue.SimpleQueue()
         stop = threading.Event()
         done = object()
@@ -245,9 +250,9 @@ class EspeakSynthesizer:
         def produce() -> None:
             try:
                 self._engine.synth(
-                    text, self.voice, self.config.words_per_minute,
+                    text, self.voice, words_per_minute,
                     lambda samples: buffers.put(samples) or stop.is_set(),
-                    pitch=self.config.pitch, pitch_range=self.config.pitch_range, word_gap=self.config.word_gap,
+                    pitch=self.config.pitch, pitch_range=self.config.pitch_range, word_gap=word_gap,
                     volume=self._volume,
                 )
             except BaseException as e:  # noqa: BLE001 - handed to the consumer

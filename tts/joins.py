@@ -92,6 +92,20 @@ def prepare_chunk(samples: np.ndarray, rate: int, config: JoinConfig = JoinConfi
     return shape_edges(trim_padding(samples, rate, config), rate, config.fade_ms)
 
 
+def place(ready: int, length: int, end: int, previous_length: int, overlap: int, has_previous: bool,
+          continues: bool = False, compact: bool = False) -> int:
+    """Where a chunk of `length` samples, ready at sample `ready`, starts on the listener timeline
+    whose previous chunk (`previous_length` samples) ends at `end`: at max(ready, end); a chunk
+    that has to wait touches the previous one and overlaps it by `overlap` (a cross-fade), at
+    most half of either chunk (the previous one may have come in pieces, codec packets, its last
+    one short: its whole length counts). `continues`: the next piece of the same chunk, no seam;
+    `compact`: back to back whatever `ready` says."""
+    wanted = end if compact or continues else max(ready, end)
+    if has_previous and wanted <= end and not continues:
+        wanted = max(0, end - min(overlap, length // 2, previous_length // 2))
+    return wanted
+
+
 @dataclass(frozen=True)
 class Placement:
     start: float  # seconds on the listener timeline
@@ -118,12 +132,8 @@ class ListenerTimeline:
     def add(self, samples: np.ndarray, emitted: float, text: str = "", continues: bool = False) -> Placement:
         """Place a chunk; `continues`: it is the next piece of the previous chunk (no seam)."""
         rate = self.sample_rate
-        overlap = int(rate * self.crossfade_ms / 1000)
-        wanted = self._end if self.compact or continues else max(int(round(emitted * rate)), self._end)
-        if self._pieces and wanted <= self._end and not continues:
-            # at most half of either chunk; the previous chunk may have come in pieces (codec
-            # packets, its last one short), so its whole length counts, not its last piece's
-            wanted = max(0, self._end - min(overlap, len(samples) // 2, self._chunk_len // 2))
+        wanted = place(int(round(emitted * rate)), len(samples), self._end, self._chunk_len,
+                       int(rate * self.crossfade_ms / 1000), bool(self._pieces), continues, self.compact)
         if not continues:
             self._starts.append(wanted)
             self._chunk_len = 0

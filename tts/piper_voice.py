@@ -7,6 +7,7 @@ and switch off Piper's per-call peak normalisation so every chunk keeps the same
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from typing import Iterator
@@ -21,7 +22,7 @@ from .text import clean_text
 @dataclass(frozen=True)
 class PiperConfig:
     model: str = ""  # a local .onnx voice; empty: the embedded en-US "joe" voice
-    threads: int = 1
+    threads: int | None = None  # None: the registry's thread budget (speech.budget)
     length_scale: float | None = None  # None: the voice's own speed
     noise_scale: float | None = None  # None: the voice's default; 0 for deterministic output
     noise_w_scale: float | None = None
@@ -54,6 +55,7 @@ class PiperSynthesizer:
     # short first piece of a burst hides the synthesis of the next one behind its playback; every
     # longer piece is split into a 3-word lead and the rest for the same reason (`lead_words`).
     chunk_defaults = {"max_words": 8, "first_words": 4, "lead_words": 3}
+    supports_speed = True  # `synthesize(text, speed)`: the voice's length_scale divided by speed
 
     def __init__(self, config: PiperConfig, voice) -> None:
         from piper.config import SynthesisConfig
@@ -68,17 +70,24 @@ class PiperSynthesizer:
             normalize_audio=False,
         )
 
-    def synthesize(self, text: str) -> Iterator[AudioChunk]:
+    def synthesize(self, text: str, speed: float = 1.0) -> Iterator[AudioChunk]:
         text = clean_text(text)
         if not text:
             return
+        if not 0.5 <= speed <= 2.5:
+            raise ValueError(f"Piper speed must be between 0.5 and 2.5, got {speed:g}")
+        syn = self._syn
+        if abs(speed - 1.0) > 1e-6:
+            base = self.config.length_scale or float(getattr(self._voice.config, "length_scale", 1.0) or 1.0)
+            syn = dataclasses.replace(syn, length_scale=base / speed)
         offset = 0
-        for seq, piece in enumerate(self._voice.synthesize(text, self._syn)):
+        for seq, piece in enumerate(self._voice.synthesize(text, syn)):
             samples = np.asarray(piece.audio_float_array, dtype=np.float32) * np.float32(self.config.gain)
             yield AudioChunk(samples, self.sample_rate, start=offset / self.sample_rate, seq=seq, text=text)
             offset += len(samples)
 
 
 def create(config: PiperConfig, registry) -> PiperSynthesizer:
-    voice = registry.shared(("piper-voice", config.model, config.threads), lambda: load_voice(config.model, config.threads))
+    threads = registry.threads("onnx", config.threads)
+    voice = registry.shared(("piper-voice", config.model, threads), lambda: load_voice(config.model, threads))
     return PiperSynthesizer(config, voice)

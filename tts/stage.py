@@ -4,12 +4,16 @@ Inbox: TextUpdates from the translator. The chunker turns committed words into p
 speaking; each piece is synthesised in a worker thread (streaming where the engine streams), its
 padding trimmed and its edges faded (`joins`), and emitted as one AudioChunk whose `wall_time` (and
 `start`) is the computation-aware time its first sample became available. The listener placement
-(waiting for the previous chunk to finish) is the sink's job (`joins.ListenerTimeline`).
+(waiting for the previous chunk to finish) is the sink's job (`joins.ListenerTimeline`); the stage
+keeps the same timeline's arithmetic (`listener.ListenerSchedule`) to stamp each chunk with when
+the listener hears it (`play_start`) and to control its duration (`pace`): speed, pauses and
+condensation that keep the listener's lag bounded.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,13 +21,19 @@ from typing import Any
 import numpy as np
 
 from speech.channel import Channel, EndOfStream
+from speech.calls import model_call
 from speech.clock import Clock, StageClock
 from speech.events import EventLog
 from speech.types import AudioChunk, TextUpdate
 
+from speech.types import Word
+
 from .chunker import ChunkerConfig, SpeechPiece, TextChunker
 from .joins import JoinConfig, prepare_chunk
+from .listener import ListenerSchedule, word_offsets
+from .pace import PaceConfig, PaceController, PaceDecision, shorten_pauses
 from .text import clean_text
+from .timescale import synthesize_at
 
 
 @dataclass
@@ -33,12 +43,17 @@ class TtsStage:
     log: EventLog
     chunker: ChunkerConfig = field(default_factory=ChunkerConfig)
     joins: JoinConfig = field(default_factory=JoinConfig)
+    pace: PaceConfig = field(default_factory=PaceConfig)
+    call_timeout_s: float | None = 30.0  # a synthesiser call that hangs ends the session with a named error
     name: str = "tts"
 
     async def run(self, inbox: Channel[TextUpdate], outbox: Channel[AudioChunk]) -> None:
         timer = self.clock.stage(self.name)
         chunker = TextChunker(self.chunker)
-        totals = {"compute_s": 0.0, "audio_s": 0.0, "chunks": 0, "skipped": 0}
+        self._schedule = ListenerSchedule(self.synthesizer.sample_rate, self.joins.fade_ms)
+        self._pace = PaceController(voice_limited(self.pace, self.synthesizer))
+        totals = {"compute_s": 0.0, "audio_s": 0.0, "chunks": 0, "skipped": 0, "controlled": 0,
+                  "faster": 0, "pauses_shortened": 0, "words_dropped": 0}
         seq = 0
         last_wall = 0.0  # wall time of the latest update: the end of stream's time on the simulated clock
         while True:
@@ -54,17 +69,21 @@ class TtsStage:
                 break
             else:
                 last_wall = max(last_wall, update.wall_time)
-                pieces = chunker.push(update)
+                pieces = chunker.push(update, idle=self._schedule.end <= max(update.wall_time, timer.now()))
             for piece in pieces:
                 seq = await self._speak(piece, timer, outbox, seq, totals)
         for piece in chunker.flush(self.clock.now() if self.clock.realtime else last_wall):
             seq = await self._speak(piece, timer, outbox, seq, totals)
+        totals["speed_max"] = max(totals.pop("_speeds", [1.0]))
         self.log.write("stats", stage=self.name, **{k: round(v, 4) if isinstance(v, float) else v for k, v in totals.items()})
 
     async def _speak(
         self, piece: SpeechPiece, timer: StageClock, outbox: Channel[AudioChunk], seq: int, totals: dict
     ) -> int:
-        text = clean_text(piece.text)
+        spoken = [t for t in piece.spoken_times if t is not None]
+        ready = max(piece.ready_time, timer.now())
+        words, decision = self._pace.decide(list(piece.words), ready, self._schedule.end, min(spoken) if spoken else None)
+        text = clean_text(" ".join(w.text for w in words))
         if not text:
             totals["skipped"] += 1
             self.log.write("tts_skip", stage=self.name, text=piece.text, reason="nothing speakable")
@@ -72,10 +91,11 @@ class TtsStage:
         rate = self.synthesizer.sample_rate
         timer.begin(piece.ready_time)
         t0 = time.perf_counter()
-        stream = self.synthesizer.synthesize(text)
+        stream = synthesize_at(self.synthesizer, text, decision.speed)
         buffers: list[np.ndarray] = []
         first: float | None = None
-        while (chunk := await asyncio.to_thread(next, stream, None)) is not None:
+        while (chunk := await model_call(next, stream, None, timeout_s=self.call_timeout_s,
+                                         what=f"synthesising {text[:40]!r}")) is not None:
             if first is None:
                 # The first sample exists now; the rest of the synthesis continues from here.
                 first = timer.end()
@@ -84,14 +104,19 @@ class TtsStage:
             rate = chunk.sample_rate
         timer.end()
         totals["compute_s"] += time.perf_counter() - t0
-        samples = prepare_chunk(np.concatenate(buffers), rate, self.joins) if buffers else np.zeros(0, np.float32)
+        samples = np.concatenate(buffers) if buffers else np.zeros(0, np.float32)
+        if decision.shorten_pauses and len(samples):
+            samples = shorten_pauses(samples, rate, self.pace.pause_ms, self.joins.silence_db)
+        samples = prepare_chunk(samples, rate, self.joins) if len(samples) else samples
         if first is None or len(samples) == 0:
             totals["skipped"] += 1
             self.log.write("tts_skip", stage=self.name, text=text, reason="silent synthesis")
             return seq
-        out = AudioChunk(samples, rate, start=first, seq=seq, wall_time=first, text=text)
+        play_start = self._schedule.place(first, len(samples))
+        out = AudioChunk(samples, rate, start=first, seq=seq, wall_time=first, text=text, play_start=play_start)
         totals["audio_s"] += out.duration
         totals["chunks"] += 1
+        self._count(decision, totals)
         self.log.audio(
             self.name, out,
             source_time=round(piece.source_time, 4),
@@ -100,16 +125,53 @@ class TtsStage:
             commit_time=round(piece.commit_time, 4),
             wait_ms=round((first - piece.first_commit_time) * 1000, 2),
             reason=piece.reason,
-            words=len(piece.words),
+            words=len(words),
+            play_start=round(play_start, 4),
+            word_times=word_times(words, piece, out.duration),
+            speed=decision.speed,
+            pace_lag_s=round(decision.lag_s, 3),
+            backlog_s=round(decision.backlog_s, 3),
+            **({"pauses_shortened": True} if decision.shorten_pauses else {}),
+            **({"dropped": list(decision.dropped)} if decision.dropped else {}),
         )
         await outbox.put(out)
         return seq + 1
 
+    @staticmethod
+    def _count(decision: PaceDecision, totals: dict) -> None:
+        totals["controlled"] += decision.acted
+        totals["faster"] += decision.speed > 1.0 + 1e-6
+        totals["pauses_shortened"] += decision.shorten_pauses
+        totals["words_dropped"] += len(decision.dropped)
+        totals.setdefault("_speeds", []).append(decision.speed)
+
+
+def voice_limited(pace: PaceConfig, synthesizer: Any) -> PaceConfig:
+    """The duration control capped at the voice's own fastest intelligible speed (a synthesiser's
+    `max_speed`, measured by round trip: within 5 points of its WER at normal speed)."""
+    limit = getattr(synthesizer, "max_speed", None)
+    if not pace.control or not limit or pace.max_speed <= limit:
+        return pace
+    return dataclasses.replace(pace, max_speed=limit, min_speed=min(pace.min_speed, limit))
+
+
+def word_times(words: list[Word], piece: SpeechPiece, duration: float) -> list[list]:
+    """Per spoken word: [text, when its source was spoken (None: unknown), offset in the chunk]."""
+    spoken = {id(w): t for w, t in zip(piece.words, piece.spoken_times)}
+    known = [t for t in piece.spoken_times if t is not None]
+    fallback = min(known) if known else None  # a word condensation rewrote (its punctuation moved)
+    offsets = word_offsets([w.text for w in words], duration)
+    out = []
+    for w, o in zip(words, offsets):
+        t = spoken.get(id(w), fallback)
+        out.append([w.text, None if t is None else round(t, 4), round(o, 4)])
+    return out
+
 
 def chunker_config(config, synthesizer=None) -> ChunkerConfig:
-    """The synthesiser's preferred chunking (if any), overridden by config.extra["tts_chunker"]."""
+    """The synthesiser's preferred chunking (if any), overridden by config.tts_options.chunker."""
     options = dict(getattr(synthesizer, "chunk_defaults", {}))
-    options.update(config.extra.get("tts_chunker", {}))
+    options.update(config.tts_options.chunker)
     return ChunkerConfig(**options)
 
 
@@ -117,5 +179,6 @@ def build_stage(registry, config, clock: Clock, log: EventLog) -> TtsStage:
     """The pipeline's TTS stage for `config.target` (voice: `config.voice`, see tts.backends)."""
     from .backends import create_synthesizer
 
-    synthesizer = create_synthesizer(registry, config.target, config.voice, **config.extra.get("tts_options", {}))
-    return TtsStage(synthesizer, clock, log, chunker=chunker_config(config, synthesizer))
+    synthesizer = create_synthesizer(registry, config.target, config.voice, **config.tts_options.engine)
+    return TtsStage(synthesizer, clock, log, chunker=chunker_config(config, synthesizer),
+                    pace=PaceConfig(**config.tts_options.pace))

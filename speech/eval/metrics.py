@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from statistics import median
-from typing import Iterable, Sequence
+from typing import Iterable
 
 from ..events import updates
+from ..stats import percentile
 from ..types import Word
-from .latency import average_token_delay, speech_end_offset, text_latency
+from .erasure import erasure_rate
+from .latency import text_latency
 from .quality import sentence_scores, word_errors
 
 CLOCKS = {"cu": "source_time", "ca": "wall_time"}
@@ -36,33 +38,14 @@ def committed_words(records: list[dict], stage: str) -> list[Emitted]:
 
 
 def normalized_erasure(records: list[dict], stage: str) -> float | None:
-    """Tokens erased from the displayed text (committed + tentative) over the final length
-    (Arivazhagan et al. 2020: re-translation's flicker); 0 for a stage that never retracts."""
-    shown: list[str] = []
+    """Erasure of the stage's displayed text (committed + tentative) over its final length
+    (see erasure.py); 0 for a stage that never retracts."""
+    displays: list[list[str]] = [[]]
     committed: list[str] = []
-    erased = 0
     for u in updates(records, stage):
         committed.extend(w.text for w in u.committed)
-        new = committed + [w.text for w in u.tentative]
-        common = 0
-        for a, b in zip(shown, new):
-            if a != b:
-                break
-            common += 1
-        erased += len(shown) - common
-        shown = new
-    return erased / len(committed) if committed else None
-
-
-def percentile(values: Sequence[float], q: float) -> float | None:
-    """Linear-interpolation percentile (numpy's default), q in [0, 100]."""
-    if not values:
-        return None
-    xs = sorted(values)
-    pos = (len(xs) - 1) * q / 100
-    lo = int(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+        displays.append(committed + [w.text for w in u.tentative])
+    return erasure_rate(displays, len(committed))
 
 
 def commit_lags(words: list[Emitted], clock: str) -> list[float]:
@@ -119,23 +102,22 @@ def translation_latency(words: list[Emitted], src_len: float, ref_len: int | Non
     return out
 
 
-def speech_latency(records: list[dict], src_len: float) -> dict[str, float]:
+def speech_latency(records: list[dict], src_len: float, ref_len: int | None = None) -> dict[str, float]:
+    """Speech-output latency on the listener's timeline (speech.eval.listener), both clocks."""
+    from .listener import listener_latency
+
     out: dict[str, float] = {}
     chunks = audio_records(records)
     for clock in CLOCKS:
+        figures = listener_latency(records, src_len, clock, ref_len)
+        for name, value in figures.items():
+            if name != "words_heard":
+                out[f"audio_{name}_{clock}"] = value
         intervals, silences = playback(chunks, clock)
-        if not intervals:
-            continue
-        out[f"audio_StartOffset_{clock}"] = intervals[0][0]
-        out[f"audio_EndOffset_{clock}"] = speech_end_offset(intervals, src_len)
-        out[f"audio_discontinuities_{clock}"] = len(silences)
-        out[f"audio_silence_total_s_{clock}"] = sum(silences)
-        out[f"audio_silence_mean_s_{clock}"] = sum(silences) / len(silences) if silences else 0.0
-    cu = [float(c["source_time"]) for c in chunks if c.get("source_time") is not None]
-    if chunks and len(cu) == len(chunks):
-        durations = [float(c["duration"]) for c in chunks]
-        out["audio_ATD_cu"] = average_token_delay(cu, durations=durations)
-        out["audio_ATD_ca"] = average_token_delay(cu, durations=durations, elapsed=[c["wall_time"] for c in chunks])
+        if intervals:
+            out[f"audio_discontinuities_{clock}"] = len(silences)
+            out[f"audio_silence_total_s_{clock}"] = sum(silences)
+            out[f"audio_silence_mean_s_{clock}"] = sum(silences) / len(silences) if silences else 0.0
     if chunks:
         out["audio_s"] = sum(float(c["duration"]) for c in chunks)
     return out
@@ -146,8 +128,10 @@ def utterance_metrics(
     transcript: str | None = None,
     reference: str | None = None,
     duration: float | None = None,
+    language: str = "en",
 ) -> dict:
-    """Everything one utterance's log says. Keys absent = not measurable (said in `notes`)."""
+    """Everything one utterance's log says. Keys absent = not measurable (said in `notes`).
+    `language`: the source language (the transcript's), for WER's normalisation."""
     notes: list[str] = []
     src_len = source_duration(records) or duration
     out: dict = {"source_s": src_len}
@@ -157,7 +141,7 @@ def utterance_metrics(
     asr = committed_words(records, "asr")
     out["asr_text"] = " ".join(e.word.text for e in asr)
     if transcript is not None:
-        counts = word_errors(out["asr_text"], transcript)
+        counts = word_errors(transcript, out["asr_text"], language)
         out.update(asr_errors=counts.errors, asr_ref_words=counts.words, wer=counts.wer)
     else:
         notes.append("no transcript: WER left out")
@@ -180,7 +164,7 @@ def utterance_metrics(
         notes.append("no reference translation: BLEU, chrF and ASR-BLEU left out; latencies use |hyp|")
     if src_len:
         out.update(translation_latency(mt, src_len, ref_len))
-        out.update(speech_latency(records, src_len))
+        out.update(speech_latency(records, src_len, ref_len))
     if mt == [] and any(r.get("stage") == "mt" for r in records if r.get("kind") == "update"):
         notes.append("the translation committed no words")
 

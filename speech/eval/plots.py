@@ -85,6 +85,27 @@ def lag_over_time(records: list[dict], path: Path, title: str = "") -> Path:
     return path
 
 
+def listener_lag(series: list[tuple[str, list[dict]]], path: Path, title: str = "") -> Path:
+    """Listener lag of every word heard (hearing it - its source word spoken) against when its
+    source was spoken, one series per (label, TTS records): e.g. duration control on and off."""
+    from .listener import audio_records as tts_audio, heard_words
+
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(10, 3.6))
+    for label, records in series:
+        words = [w for w in heard_words(tts_audio(records)) if w.lag is not None]
+        ax.plot([w.spoken for w in words], [w.lag for w in words], ".", ms=3, label=label)
+    ax.set_xlabel("source time: when the source word was spoken (s)")
+    ax.set_ylabel("listener lag (s)")
+    ax.set_title(title or "listener lag over the stream")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def quality_latency(points: list[dict], path: Path, quality: str = "chrf", latency: str = "mt_LAAL") -> Path:
     """One point per configuration: quality against latency, unaware and aware."""
     plt = _pyplot()

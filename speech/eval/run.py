@@ -101,7 +101,7 @@ def evaluate(opts: EvalOptions, registry: Any, progress_stream: Any = None) -> d
 
                 rows, stream, notes = evaluate_long_form(opts, registry, combo, folder, transcriber, skipped)
                 bar.update(1, status=combo.label)
-                agg = aggregate(rows)
+                agg = aggregate(rows, combo.config.target)
                 agg.update(stream)
             else:
                 rows, notes = [], []
@@ -110,7 +110,7 @@ def evaluate(opts: EvalOptions, registry: Any, progress_stream: Any = None) -> d
                     bar.update(1, status=f"{combo.label} {item.id}{' (done earlier)' if row and row.get('_resumed') else ''}")
                     if row is not None:
                         rows.append(row)
-                agg = aggregate(rows)
+                agg = aggregate(rows, combo.config.target)
                 notes = sorted({n for r in rows for n in r.get("notes", "").split(" | ") if n})
             if opts.asr_bleu and transcriber is None:
                 notes.append("ASR-BLEU left out: no recogniser for the target language")
@@ -181,8 +181,24 @@ def _report(opts: EvalOptions, results: list[dict], skipped: list[dict]) -> None
             if opts.long_form:
                 plots.append(("waterfall: long-form stream", P.waterfall(records, pdir / "waterfall.png", "long-form stream")))
             plots.append((f"lag over time: {stream.parent.name}", P.lag_over_time(records, pdir / "lag_over_time.png")))
+            plots.append((f"listener lag, duration control on and off: {stream.parent.name}",
+                          _listener_plot(records, pdir / "listener_lag.png")))
         plots.append(("quality against latency", P.quality_latency(results, pdir / "quality_latency.png")))
     write_report(opts.out, info, results, skipped, plots)
+
+
+def _listener_plot(records: list[dict], path: Path) -> Path:
+    """The stream's listener lag as it ran, beside the same translation spoken with the duration
+    control switched the other way (only the TTS stage runs again)."""
+    from speech.tts.longtalk import respeak
+
+    from . import plots as P
+
+    config = next((r for r in records if r.get("kind") == "meta"), {}).get("config", {})
+    control = (config.get("extra") or {}).get("tts_pace", {}).get("control", True)
+    other = respeak(records, not control)
+    on, off = (records, other) if control else (other, records)
+    return P.listener_lag([("duration control on", on), ("duration control off", off)], path)
 
 
 def _longest(logs: list[Path]) -> Path | None:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FLEURS, REPO
+from tests.conftest import FLEURS, REPO, require_data
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/setup.sh --test)")
@@ -141,8 +141,7 @@ def run_page(pipeline_args: list[str], clip: str, seconds: float, timeout: float
 
 
 def test_page_shows_translation_and_plays_audio_fake_pipeline():
-    if not FLEURS.exists():
-        pytest.skip("../shared/data is not beside the repository")
+    require_data(FLEURS)
     state, err = run_page(["--pipeline", "tests.unit.test_server_fakes:make_fake_factory", "--warm-up", "none"],
                           "fleurs-en-001.ogg", seconds=3, timeout=40)
     assert state.get("done"), f"page never finished: {state} / server: {err[-1500:]}"
@@ -156,8 +155,7 @@ def test_page_shows_translation_and_plays_audio_fake_pipeline():
 
 @pytest.mark.slow
 def test_page_shows_real_translation_and_plays_audio():
-    if not FLEURS.exists():
-        pytest.skip("../shared/data is not beside the repository")
+    require_data(FLEURS)
     # "All nouns, alongside the word Sie for you, always begin with a capital letter ..." (8.8 s)
     state, err = run_page(["--asr-model", "whisper-tiny.en", "--warm-up", "en:es"], "fleurs-en-001.ogg",
                           seconds=6, timeout=150)
@@ -173,8 +171,7 @@ def test_page_shows_real_translation_and_plays_audio():
 
 def test_stream_cli_and_server_shutdown_flush(tmp_path):
     """`speech stream` against `speech serve`; SIGINT to the server mid-stream still ends in `done`."""
-    if not FLEURS.exists():
-        pytest.skip("../shared/data is not beside the repository")
+    require_data(FLEURS)
     env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "PYTHONPATH": str(REPO)}
     server, port = start_server(["--pipeline", "tests.unit.test_server_fakes:make_fake_factory",
                                  "--warm-up", "none"], env)

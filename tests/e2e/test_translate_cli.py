@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import DATA, REPO
+from tests.conftest import DATA, REPO, require_data
 
 CLIP = DATA / "speech" / "leopard" / "test_pt.wav"
 SPEECH = [str(REPO / ".venv" / "bin" / "speech")] if (REPO / ".venv" / "bin" / "speech").exists() else [
@@ -25,8 +25,7 @@ def speech(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
 
 @pytest.mark.slow
 def test_translate_portuguese_speech_into_english_speech(tmp_path, registry):
-    if not CLIP.exists():
-        pytest.skip("../shared/data is not beside the repository")
+    require_data(CLIP)
     import soundfile as sf
 
     from speech.tts.roundtrip import roundtrip

@@ -6,8 +6,10 @@ import pytest
 
 from speech.eval.aggregate import aggregate
 from speech.eval.longform import align_to_references
-from speech.eval.metrics import normalized_erasure, percentile, playback, utterance_metrics
-from speech.eval.quality import normalize, word_errors
+from speech.asr.normalize import normalize
+from speech.eval.metrics import normalized_erasure, playback, utterance_metrics
+from speech.eval.quality import word_errors
+from speech.stats import percentile
 
 
 def w(text, start=None, end=None):
@@ -56,10 +58,11 @@ def test_utterance_metrics_by_hand():
     assert m["bleu"] == pytest.approx(100.0)
     # "el perro" shown, then "el gato" committed: one word erased over 4 final words
     assert m["mt_erasure"] == pytest.approx(0.25)
-    # audio: played at 3.1 (0.5 s) and 5.2: one gap of 1.6 s (aware); unaware at 2.0 and 4.0
-    assert m["audio_StartOffset_ca"] == 3.1 and m["audio_EndOffset_ca"] == pytest.approx(1.8)
+    # audio: played at 3.1 (0.5 s) and 5.2: one gap of 1.6 s (aware); unaware at 2.0 and 4.0;
+    # StartOffset counts from the speech onset (the first recognised word starts at 0.2)
+    assert m["audio_StartOffset_ca"] == pytest.approx(2.9) and m["audio_EndOffset_ca"] == pytest.approx(1.8)
     assert m["audio_discontinuities_ca"] == 1 and m["audio_silence_total_s_ca"] == pytest.approx(1.6)
-    assert m["audio_StartOffset_cu"] == 2.0 and m["audio_EndOffset_cu"] == pytest.approx(0.6)
+    assert m["audio_StartOffset_cu"] == pytest.approx(1.8) and m["audio_EndOffset_cu"] == pytest.approx(0.6)
     assert m["rtf_asr"] == pytest.approx(0.5) and m["rtf_mt"] == pytest.approx(0.25)
     assert m["ttfa_ca"] == 3.1 and m["ttfa_cu"] == 2.0 and m["peak_rss_mb"] == 512.0
     assert m["notes"] == ""
@@ -95,8 +98,8 @@ def test_percentile_matches_numpy_linear():
 
 def test_wer_normalises_case_and_punctuation():
     assert normalize("However, it's DONE.") == "however it's done"
-    c = word_errors("However, the cat sat!", "however the cat sat down")
-    assert (c.errors, c.words) == (1, 5)
+    c = word_errors("However, the cat sat!", "however the cat sat down")  # (reference, hypothesis)
+    assert (c.errors, c.words) == (1, 4)
 
 
 def test_aggregate_pools_and_averages():

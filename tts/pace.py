@@ -1,0 +1,251 @@
+"""Duration control: keeps the listener's lag bounded when the translated speech runs longer than
+its source.
+
+Every stage can keep up with real time and the listener still fall behind: when the translation
+takes longer to say than the source took (Spanish from English runs ~1.2x), each chunk waits for
+the end of the previous one and the wait adds up over a talk. The controller watches the
+listener timeline and, for each piece about to be spoken, chooses:
+
+1. a speed (1 = the voice's own): proportional to the part of the predicted lag above
+   `target_lag_s` that is backlog (the wait behind earlier speech; the rest of the lag is the
+   recogniser's and translator's, which speaking faster cannot remove), at most `max_speed`,
+   changed by at most `max_step` from one piece to the next so speech never jumps in tempo, and
+   never inside a piece (a piece is one synthesiser call of whole words);
+2. shorter pauses: silences inside the piece longer than `pause_ms` are cut to it while behind;
+3. condensation, only when the lag stays above `condense_lag_s` at full speed: words a listener
+   misses least are dropped (fillers, a word repeated at once, a clause the listener has just
+   heard), never more than `max_condense` of the words spoken so far.
+
+Every decision is returned as a `PaceDecision` that the TTS stage logs with the chunk.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from speech.types import Word
+
+from .joins import FRAME_S, _frame_db
+
+
+@dataclass(frozen=True)
+class PaceConfig:
+    control: bool = True  # False: every piece at the voice's own speed, nothing condensed
+    target_lag_s: float = 3.0  # listener lag above which the backlog is worked off
+    max_speed: float = 1.6  # fastest speech (1 = the voice's own rate)
+    min_speed: float = 1.0  # slowest speech: a listener who wants it always faster (= max_speed: fixed)
+    gain: float = 0.25  # speed added per second of backlog above the target lag
+    max_step: float = 0.15  # largest speed change from one piece to the next
+    pause_ms: float = 120.0  # while behind, a silence inside a piece is cut to this (0: never)
+    condense_lag_s: float = 6.0  # at full speed and above this lag, drop what is missed least
+    max_condense: float = 0.05  # at most this share of the words spoken so far is dropped
+
+    def __post_init__(self) -> None:
+        if not 1.0 <= self.max_speed <= 2.5:
+            raise ValueError(f"max speed must be between 1 and 2.5 (the voice's own rate is 1), got {self.max_speed:g}")
+        if not 1.0 <= self.min_speed <= self.max_speed:
+            raise ValueError(f"min speed must be between 1 and the max speed ({self.max_speed:g}), got {self.min_speed:g}")
+        if self.target_lag_s < 0:
+            raise ValueError(f"target lag must be >= 0 seconds, got {self.target_lag_s:g}")
+        if self.condense_lag_s < self.target_lag_s:
+            raise ValueError(
+                f"condensation lag ({self.condense_lag_s:g} s) must not be below the target lag ({self.target_lag_s:g} s)"
+            )
+        if self.gain < 0 or self.max_step <= 0:
+            raise ValueError(f"pace gain must be >= 0 and max step > 0, got {self.gain:g} and {self.max_step:g}")
+        if not 0 <= self.max_condense <= 0.5:
+            raise ValueError(f"max condense share must be between 0 and 0.5, got {self.max_condense:g}")
+        if self.pause_ms < 0:
+            raise ValueError(f"pause_ms must be >= 0, got {self.pause_ms:g}")
+
+
+@dataclass(frozen=True)
+class PaceDecision:
+    speed: float
+    lag_s: float  # the predicted listener lag of the piece's first word when it was decided
+    backlog_s: float  # how long the piece would wait behind earlier speech
+    shorten_pauses: bool
+    dropped: tuple[str, ...] = ()  # words condensed away
+
+    @property
+    def acted(self) -> bool:
+        return self.speed > 1.0 + 1e-6 or self.shorten_pauses or bool(self.dropped)
+
+
+@dataclass
+class PaceController:
+    """Per stream: the speed and condensation of each piece (see the module doc)."""
+
+    config: PaceConfig = field(default_factory=PaceConfig)
+    speed: float = 0.0  # 0: not started (the first piece starts at min_speed)
+    words_spoken: int = 0
+    words_dropped: int = 0
+    _recent_clauses: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.speed = self.speed or self.config.min_speed
+
+    def decide(self, words: list[Word], ready: float, listener_end: float, spoken: float | None) -> tuple[list[Word], PaceDecision]:
+        """`ready`: when the piece can start to be synthesised; `listener_end`: when the listener
+        finishes what is already scheduled; `spoken`: when the piece's first source word was
+        spoken (None: unknown, only the backlog counts)."""
+        backlog = max(0.0, listener_end - ready)
+        start = max(ready, listener_end)
+        lag = start - spoken if spoken is not None else backlog
+        c = self.config
+        if not c.control:
+            self.words_spoken += len(words)
+            return words, PaceDecision(c.min_speed, lag, backlog, False)
+        excess = min(max(0.0, lag - c.target_lag_s), backlog)
+        wanted = min(c.max_speed, c.min_speed + c.gain * excess)
+        self.speed = float(np.clip(wanted, self.speed - c.max_step, self.speed + c.max_step))
+        self.speed = max(c.min_speed, min(c.max_speed, self.speed))
+        dropped: tuple[str, ...] = ()
+        if lag > c.condense_lag_s and self.speed >= c.max_speed - 1e-6:
+            words, dropped = self._condense(words)
+        self._remember(words)
+        self.words_spoken += len(words) + len(dropped)
+        behind = c.pause_ms > 0 and excess > 0
+        return words, PaceDecision(round(self.speed, 3), lag, backlog, behind, dropped)
+
+    def _condense(self, words: list[Word]) -> tuple[list[Word], tuple[str, ...]]:
+        budget = int(self.config.max_condense * (self.words_spoken + len(words))) - self.words_dropped
+        if budget <= 0:
+            return words, ()
+        kept, dropped = condense(words, self._recent_clauses, budget)
+        self.words_dropped += len(dropped)
+        return kept, dropped
+
+    def _remember(self, words: list[Word]) -> None:
+        for clause in clauses(words):
+            self._recent_clauses.append(clause)
+        self._recent_clauses = self._recent_clauses[-8:]
+
+
+# Words a listener misses least: hesitations a recogniser writes out, in the languages spoken here.
+FILLERS = frozenset({
+    "uh", "um", "uhm", "erm", "er", "ah", "eh", "hmm", "mm", "em", "ehm", "mhm", "uhh", "umm", "é", "ã", "hum",
+})
+_WORD = re.compile(r"[\w'’-]+", re.UNICODE)
+
+
+def _norm(text: str) -> str:
+    return " ".join(_WORD.findall(text.lower()))
+
+
+def clauses(words: list[Word]) -> list[str]:
+    """The normalised clauses of a run of words (split after , ; : . ! ?)."""
+    out, current = [], []
+    for w in words:
+        current.append(w.text)
+        if w.text.rstrip("\"'”’)»").endswith((",", ";", ":", ".", "!", "?")):
+            out.append(_norm(" ".join(current)))
+            current = []
+    if current:
+        out.append(_norm(" ".join(current)))
+    return [c for c in out if c]
+
+
+def condense(words: list[Word], recent_clauses: list[str], budget: int) -> tuple[list[Word], tuple[str, ...]]:
+    """Drop at most `budget` words, least missed first: fillers, a word repeated at once ("the
+    the"), then a whole clause of at least 2 words that the listener has just heard. Punctuation
+    of a dropped word moves to the word before it, so the sentence keeps its shape."""
+    kept: list[Word] = []
+    dropped: list[str] = []
+    for w in words:
+        core = _norm(w.text)
+        repeat = bool(kept) and core and _norm(kept[-1].text) == core
+        if len(dropped) < budget and core and (core in FILLERS or repeat):
+            dropped.append(w.text)
+            trail = w.text[len(w.text.rstrip(",;:.!?")):]
+            if trail and kept and not kept[-1].text.endswith(trail):
+                kept[-1] = Word(kept[-1].text.rstrip(",;:") + trail, kept[-1].start, kept[-1].end, kept[-1].probability)
+            continue
+        kept.append(w)
+    if len(dropped) < budget and recent_clauses:
+        kept, more = _drop_repeated_clauses(kept, set(recent_clauses), budget - len(dropped))
+        dropped += more
+    return kept, tuple(dropped)
+
+
+def _drop_repeated_clauses(words: list[Word], heard: set[str], budget: int) -> tuple[list[Word], list[str]]:
+    out: list[Word] = []
+    dropped: list[str] = []
+    current: list[Word] = []
+
+    def close() -> None:
+        nonlocal current
+        text = _norm(" ".join(w.text for w in current))
+        if len(current) >= 2 and text in heard and len(dropped) + len(current) <= budget and len(current) < len(words):
+            dropped.extend(w.text for w in current)
+        else:
+            out.extend(current)
+        current = []
+
+    for w in words:
+        current.append(w)
+        if w.text.rstrip("\"'”’)»").endswith((",", ";", ":", ".", "!", "?")):
+            close()
+    close()
+    return out, dropped
+
+
+def shorten_pauses(samples: np.ndarray, rate: int, pause_ms: float, silence_db: float = -50.0) -> np.ndarray:
+    """Cut every silence inside `samples` longer than `pause_ms` down to `pause_ms` (the middle of
+    the silence goes, its edges stay: the decay and the onset around it are kept)."""
+    frame = max(1, int(rate * FRAME_S))
+    db = _frame_db(samples, frame)
+    silent = db <= silence_db
+    keep_frames = int(round(pause_ms / 1000 / FRAME_S))
+    if len(silent) < 3 or keep_frames <= 0:
+        return samples
+    cuts: list[tuple[int, int]] = []
+    i = 0
+    while i < len(silent):
+        if not silent[i]:
+            i += 1
+            continue
+        j = i
+        while j < len(silent) and silent[j]:
+            j += 1
+        inside = i > 0 and j < len(silent)  # leading and trailing padding is the joins' job
+        if inside and j - i > keep_frames:
+            half = keep_frames // 2
+            cuts.append(((i + half) * frame, (j - (keep_frames - half)) * frame))
+        i = j
+    if not cuts:
+        return samples
+    parts, pos = [], 0
+    for a, b in cuts:
+        parts.append(samples[pos:a])
+        pos = b
+    parts.append(samples[pos:])
+    return np.concatenate(parts)
+
+
+def add_pace_arguments(parser) -> None:  # noqa: ANN001 - argparse.ArgumentParser
+    """The duration-control flags shared by `speech translate`, `serve`, `mic` and `bench s2st`."""
+    d = PaceConfig()
+    parser.add_argument("--target-lag", type=float, default=d.target_lag_s, metavar="S",
+                        help=f"listener lag (s) above which speech is sped up (default {d.target_lag_s:g})")
+    parser.add_argument("--max-speed", type=float, default=d.max_speed, metavar="X",
+                        help=f"fastest speech, 1-2.5 times the voice's own rate (default {d.max_speed:g})")
+    parser.add_argument("--no-pace-control", action="store_true",
+                        help="speak every piece at the voice's own rate, even when the listener falls behind")
+
+
+def pace_options(args) -> dict:  # noqa: ANN001 - argparse.Namespace
+    """PaceConfig fields from the flags; a value out of range is one line naming the flag."""
+    from speech.errors import UserError
+
+    options = {"target_lag_s": args.target_lag, "max_speed": args.max_speed, "control": not args.no_pace_control}
+    try:
+        PaceConfig(**{**options, "condense_lag_s": max(PaceConfig.condense_lag_s, args.target_lag)})
+    except ValueError as e:
+        flag = "--max-speed" if "speed" in str(e) else "--target-lag"
+        raise UserError(f"{flag}: {e}") from None
+    options["condense_lag_s"] = max(PaceConfig.condense_lag_s, args.target_lag + 3.0)
+    return options
