@@ -44,8 +44,8 @@ class VoiceTuning:
     volume: int
 
 
-# Voices measured more intelligible with attributes (docs/synthesis.md, "Stop 11: voice attributes"
-# and "Stop 12: the r sounds"). pt-BR: no pitch flutter, consonants 4x eSpeak's default, and every
+# Voices measured more intelligible with attributes (docs/synthesis.md, "Voice tunings").
+# pt-BR: no pitch flutter, consonants 4x eSpeak's default, and every
 # r spoken as eSpeak's alveolar "r" without the schwa eSpeak puts after a tap before a consonant.
 # Whisper heard eSpeak's velar "x" (rato, carro) as "h" or nothing and its tap (para, literatura) as
 # "t"/"d". Round trip on 40 tuning FLORES lines: as shipped 53.3 %, flutter/consonants 49.9 % (3
