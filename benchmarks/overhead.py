@@ -26,7 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.scalekit import (FAKE_PIPELINE, REPO, HaproxyProcess, ReplicaProcess, free_port,  # noqa: E402
                                  render_haproxy)
-from speech.server.metrics import percentile  # noqa: E402
+from speech.stats import percentile  # noqa: E402
 
 
 async def round_trips(url: str, frames: int) -> list[float]:

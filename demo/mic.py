@@ -40,6 +40,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     from ..configuration import add_config_flag, add_device_flag
 
     add_config_flag(parser)
+    from speech.tts.pace import add_pace_arguments
+
+    add_pace_arguments(parser)
     add_device_flag(parser)
 
 

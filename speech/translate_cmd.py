@@ -210,7 +210,7 @@ def output_paths(args: argparse.Namespace, targets: tuple[str, ...]) -> dict[str
 
 
 def run(args: argparse.Namespace) -> int:
-    from .audio import read_audio, write_wav
+    from .audio import probe_audio, write_wav
     from .backends import default_registry
 
     config = pipeline_config(args)
@@ -219,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--source and --target are both {config.source!r}; give two different languages")
     if args.play and len(targets) > 1:
         raise UserError("--play takes one target; drop --play or give one --target")
-    read_audio(args.input)  # a clear error on a missing or unreadable input before any model loads
+    probe_audio(args.input)  # a clear error on a missing or unreadable input before any model loads
     outputs = output_paths(args, targets)
     registry = default_registry()
     from .devices import check_devices

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from speech.calls import model_call
 from speech.channel import Channel
 from speech.clock import Clock, StageClock
 from speech.events import EventLog
@@ -90,6 +90,9 @@ class TranslateStage:
     clock: StageClock
     log: EventLog
     name: str = "mt"
+    # Longest a translator call may take (one update, or finishing a sentence) before the session
+    # ends with ModelCallTimeout; None: no limit. A sentence end on Gemma takes 1-3 s on 2 cores.
+    call_timeout_s: float | None = 60.0
     compute_s: float = 0.0
     emitted: int = 0
     _last_source_time: float = field(default=0.0, repr=False)
@@ -105,16 +108,16 @@ class TranslateStage:
                 if not (update.committed or update.final or update.end_of_stream):
                     continue  # only the source's tentative tail changed: nothing to translate
                 self.clock.begin(update.wall_time)
-                emitted = await asyncio.to_thread(self.translation.step, update)
+                emitted = await self._call(self.translation.step, update)
                 if update.end_of_stream:
-                    emitted += await asyncio.to_thread(self.translation.finish_steps, update.source_time)
+                    emitted += await self._call(self.translation.finish_steps, update.source_time)
                     ended = True
                 await self._emit(emitted, update.source_time, outbox)
                 if ended:
                     break
             if not ended:  # the ASR closed without an end-of-stream update: flush anyway
                 self.clock.begin(self.clock.now())
-                flushed = await asyncio.to_thread(self.translation.finish_steps, self._last_source_time)
+                flushed = await self._call(self.translation.finish_steps, self._last_source_time)
                 await self._emit(flushed, self._last_source_time, outbox)
         finally:
             self.log.write(
@@ -123,6 +126,9 @@ class TranslateStage:
                 forced_segments=self.translation.segmenter.forced,
             )
             self.translation.stream.close()
+
+    async def _call(self, fn, *args):  # noqa: ANN001, ANN202 - a bound method of the translation
+        return await model_call(fn, *args, timeout_s=self.call_timeout_s, what=f"the translator ({fn.__name__})")
 
     async def _emit(self, emitted: list[Emitted], source_time: float, outbox: Channel[TextUpdate]) -> None:
         wall = self.clock.end()

@@ -13,7 +13,7 @@ import asyncio
 import secrets
 from typing import TYPE_CHECKING
 
-from ..events import EventLog
+from ..events import EventLog, EventLogError
 from . import protocol as P
 from .live import LiveSession
 
@@ -41,7 +41,10 @@ class SessionHub:
     async def open(self, hello: P.Hello, number: int) -> LiveSession:
         """A new session for a speaker's hello: takes a slot and builds the pipeline (or refuses)."""
         session_id = self.server.session_id(secrets.token_urlsafe(16))
-        log = EventLog(self.server.log_path(number), keep=False)
+        try:
+            log = EventLog(self.server.log_path(number), keep=False)
+        except OSError as e:
+            raise P.ProtocolError("log_unwritable", f"cannot write the session log: {e}", P.CLOSE_INTERNAL) from None
         live = LiveSession(self, hello, number, session_id, secrets.token_urlsafe(24), log)
         if not self.server.try_acquire(live):
             log.close()
@@ -54,7 +57,7 @@ class SessionHub:
             session = await asyncio.to_thread(
                 self.server.pipeline, hello, live.source, live.sinks(), live.clock, log
             )
-        except (ValueError, LookupError, RuntimeError, ImportError) as e:
+        except (ValueError, LookupError, RuntimeError, ImportError, MemoryError, OSError) as e:
             self.server.release(live)
             log.close()
             pair = f"{hello.source}->{','.join(hello.all_targets)}"
@@ -63,8 +66,13 @@ class SessionHub:
             self.server.release(live)
             log.close()
             raise
-        log.write("session", id=session_id, source=hello.source, targets=list(hello.all_targets),
-                  client=hello.client)
+        try:
+            log.write("session", id=session_id, source=hello.source, targets=list(hello.all_targets),
+                      client=hello.client)
+        except EventLogError as e:  # a full disk: this session cannot keep its record
+            self.server.release(live)
+            log.close()
+            raise P.ProtocolError("log_unwritable", str(e), P.CLOSE_INTERNAL) from None
         self.sessions[session_id] = live
         live.start(session)
         if self.server.closing:  # shutdown began while the pipeline was being built

@@ -5,12 +5,15 @@ contracts the real stages keep (TextUpdates logged as "update", synthesised chun
   commits the tentative word at end of stream (an `end` mid-word still delivers it).
 - FakeMt upper-cases committed words; FakeTts speaks 0.1 s of tone per word at 22.05 kHz.
 - A target language ending in "-boom" makes the recogniser fail after one second of audio;
-  "-slow" makes every update cost 50 ms in a worker thread (a busy model).
+  "-slow" makes every update cost 50 ms in a worker thread (a busy model); "-oom" makes the
+  pipeline fail at load (out of memory); "-hang" makes the translator's model call hang (it is
+  timed out after 0.3 s); "-raise" makes the translator raise on its third word.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 import numpy as np
@@ -70,6 +73,36 @@ class FakeMt:
             await outbox.put(out)
 
 
+class FaultyMt(FakeMt):
+    """A translator whose model call hangs (timed out by `model_call`) or raises."""
+
+    def __init__(self, log: EventLog, clock, fault: str, release: "threading.Event") -> None:
+        super().__init__(log, clock)
+        self.fault, self.release = fault, release
+
+    def _model(self, words: int) -> None:
+        if self.fault == "hang":
+            self.release.wait(30)  # a stuck binding: returns only when the test lets it
+        elif self.fault == "raise" and words >= 3:
+            raise RuntimeError("fake translator exploded")
+
+    async def run(self, inbox, outbox) -> None:
+        from speech.calls import model_call
+
+        seen = 0
+        async for update in inbox:
+            seen += len(update.committed)
+            if update.committed:
+                await model_call(self._model, seen, timeout_s=0.3, what="the fake translator")
+            out = TextUpdate(tuple(Word(w.text.upper()) for w in update.committed), (),
+                             update.final, update.source_time, self.clock.now(), update.end_of_stream)
+            self.log.update("mt", out)
+            await outbox.put(out)
+
+
+RELEASE_HUNG_CALLS = threading.Event()  # set by the tests that hang a call, when they end
+
+
 class FakeTts:
     name = "tts"
     rate = 22050
@@ -103,10 +136,14 @@ def fake_pipeline(hello, source, sink, clock, log) -> Session:
     targets = hello.all_targets
     boom = 1.0 if hello.target.endswith("-boom") else None
     cost = 0.05 if hello.target.endswith("-slow") else 0.0
+    if hello.target.endswith("-oom"):
+        raise MemoryError("fake engine ran out of memory while loading")
     asr = FakeAsr(log, clock, boom_after_s=boom, cost_s=cost)
     sinks = sink if isinstance(sink, dict) else {targets[0]: sink}
     if len(targets) == 1:
-        return Session([asr, FakeMt(log, clock), FakeTts(log, clock)], source, sinks[targets[0]], clock=clock, log=log)
+        fault = next((f for f in ("hang", "raise") if hello.target.endswith("-" + f)), None)
+        mt = FaultyMt(log, clock, fault, RELEASE_HUNG_CALLS) if fault else FakeMt(log, clock)
+        return Session([asr, mt, FakeTts(log, clock)], source, sinks[targets[0]], clock=clock, log=log)
     branches = []
     for target in targets:
         blog = BranchLog(log, target)
