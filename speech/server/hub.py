@@ -69,7 +69,7 @@ class SessionHub:
         try:
             log.write("session", id=session_id, source=hello.source, targets=list(hello.all_targets),
                       client=hello.client)
-        except EventLogError as e:  # a full disk: this session cannot keep its record
+        except EventLogError as e:  # a full disk: the session cannot keep its record
             self.server.release(live)
             log.close()
             raise P.ProtocolError("log_unwritable", str(e), P.CLOSE_INTERNAL) from None
