@@ -20,7 +20,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-sessions", type=int, default=2, help="concurrent sessions (default 2: one per core)")
     parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
                         help="a browser origin allowed besides the server's own (repeatable), e.g. https://example.org")
-    parser.add_argument("--asr-model", default="whisper-tiny.en", help="recogniser (default whisper-tiny.en)")
+    parser.add_argument("--asr-model", default="whisper-base",
+                        help="recogniser (default whisper-base: multilingual, any source language)")
+    parser.add_argument("--fast-english", action="store_true",
+                        help="sessions whose hello says English use whisper-tiny.en (faster, English only)")
+    parser.add_argument("--resume-grace", type=float, default=30.0, metavar="SECONDS",
+                        help="how long a dropped speaker may resume its session (default 30; 0: no resume)")
+    parser.add_argument("--max-listeners", type=int, default=100,
+                        help="listener connections per session (default 100)")
     parser.add_argument("--mt-backend", default="default", help="translator (default: the best for the pair)")
     parser.add_argument("--voice", default="default", help="synthesis voice (default: the target language's)")
     parser.add_argument("--warm-up", default="en:es", metavar="SRC:TGT",
@@ -64,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--port {args.port} is out of range (0-65535)")
     if args.max_sessions < 1:
         raise UserError("--max-sessions must be at least 1")
+    if args.resume_grace < 0 or args.max_listeners < 0:
+        raise UserError("--resume-grace and --max-listeners cannot be negative")
     warm = _pair(args.warm_up)
     return asyncio.run(_serve(args, warm))
 
@@ -82,7 +91,8 @@ async def _serve(args: argparse.Namespace, warm: tuple[str, str] | None) -> int:
     extra = {"asr_update_s": args.asr_update_s} if args.asr_update_s > 0 else {}
     extra.update(parse_extra(args.extra))
     base = PipelineConfig(asr_model=args.asr_model, mt_backend=args.mt_backend, voice=args.voice, extra=extra)
-    factory = load_factory(args.pipeline, registry, base) if args.pipeline else RealPipeline(registry, base)
+    english = "whisper-tiny.en" if args.fast_english else None
+    factory = load_factory(args.pipeline, registry, base) if args.pipeline else RealPipeline(registry, base, english)
     if warm and hasattr(factory, "warm_up"):
         print(f"speech serve: loading models for {warm[0]}->{warm[1]} ...", file=sys.stderr, flush=True)
         try:
@@ -90,7 +100,8 @@ async def _serve(args: argparse.Namespace, warm: tuple[str, str] | None) -> int:
         except Exception as e:  # noqa: BLE001 - say which pair failed and how to skip it
             raise UserError(f"warm-up {warm[0]}:{warm[1]} failed ({type(e).__name__}: {e}); try --warm-up none") from e
     config = ServerConfig(host=args.host, port=args.port, token=args.token, max_sessions=args.max_sessions,
-                          allowed_origins=tuple(args.allow_origin), log_dir=args.log_dir)
+                          allowed_origins=tuple(args.allow_origin), log_dir=args.log_dir,
+                          resume_grace=args.resume_grace, max_listeners=args.max_listeners)
     server = SpeechServer(config, factory)
     try:
         await server.start()

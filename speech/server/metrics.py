@@ -18,6 +18,7 @@ class Metrics:
     sessions_total: int = 0
     sessions_completed: int = 0
     connections_open: int = 0
+    listeners_total: int = 0
     rejected: Counter = field(default_factory=Counter)  # busy, unauthorized, ...
     errors: Counter = field(default_factory=Counter)  # by error code
     audio_in_s: float = 0.0
@@ -42,6 +43,7 @@ class Metrics:
                 "completed": self.sessions_completed,
             },
             "connections_open": self.connections_open,
+            "listeners_total": self.listeners_total,
             "rejected": dict(self.rejected),
             "errors": dict(self.errors),
             "audio_in_s": round(self.audio_in_s, 3),

@@ -13,7 +13,7 @@ import mimetypes
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Protocol
+from typing import Any, Awaitable, Callable, Mapping, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -25,11 +25,12 @@ from ..clock import Clock
 from ..events import EventLog
 from ..session import Session
 from . import protocol as P
-from .connection import Connection
+from .connection import LISTEN_PATH, Connection
+from .hub import SessionHub
 from .memory import trim
 from .metrics import Metrics
 
-WEBSOCKET_PATHS = ("/", "/ws")
+WEBSOCKET_PATHS = ("/", "/ws", LISTEN_PATH)
 
 
 class PipelineFactory(Protocol):
@@ -37,7 +38,7 @@ class PipelineFactory(Protocol):
         self,
         hello: P.Hello,
         source: Callable[[Channel[Any]], Awaitable[None]],
-        sink: Callable[[Channel[Any]], Awaitable[None]],
+        sink: Mapping[str, Callable[[Channel[Any]], Awaitable[None]]],  # one per target
         clock: Clock,
         log: EventLog,
     ) -> Session: ...
@@ -55,6 +56,9 @@ class ServerConfig:
     shutdown_timeout: float = 30.0
     log_dir: Path | None = None  # one event log per session when set
     static_dir: Path | None = None  # the browser page; default: speech.demo's static/
+    resume_grace: float = 30.0  # seconds a dropped speaker has to resume its session (0: no resume)
+    max_listeners: int = 100  # listener connections per session
+    listener_max_pending: int = 4 * 1024 * 1024  # output a listener may leave unread before it is dropped
 
 
 @dataclass
@@ -63,10 +67,18 @@ class SpeechServer:
     pipeline: PipelineFactory
     metrics: Metrics = field(default_factory=Metrics)
     connections: set[Connection] = field(default_factory=set)
-    _sessions: set[Connection] = field(default_factory=set)
+    _sessions: set[Any] = field(default_factory=set)  # live sessions holding a slot
     _server: Server | None = None
     _count: int = 0
     _closing: bool = False
+    hub: SessionHub = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.hub = SessionHub(self)
+
+    @property
+    def closing(self) -> bool:
+        return self._closing
 
     # -- lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
@@ -96,10 +108,9 @@ class SpeechServer:
         if self._server is not None:
             self._server.close(close_connections=False)
         for conn in list(self.connections):
-            if conn in self._sessions:
-                conn.request_end()
-            elif conn.task is not None:
-                conn.task.cancel()  # still before its hello: nothing to flush
+            if conn.live is None and conn.task is not None:
+                conn.task.cancel()  # still before its hello, or a listener: nothing to flush
+        await self.hub.shutdown(self.config.shutdown_timeout)  # every session flushes, then says done
         pending = [c.task for c in self.connections if c.task is not None]
         if pending:
             done, still = await asyncio.wait(pending, timeout=self.config.shutdown_timeout)
@@ -117,7 +128,7 @@ class SpeechServer:
         await self.shutdown()
 
     # -- slots -----------------------------------------------------------------------------
-    def try_acquire(self, conn: Connection) -> bool:
+    def try_acquire(self, conn: Any) -> bool:
         if self._closing or len(self._sessions) >= self.config.max_sessions:
             return False
         self._sessions.add(conn)
@@ -125,7 +136,7 @@ class SpeechServer:
         self.metrics.sessions_total += 1
         return True
 
-    def release(self, conn: Connection) -> None:
+    def release(self, conn: Any) -> None:
         self._sessions.discard(conn)
         self.metrics.sessions_active = len(self._sessions)
 
@@ -149,7 +160,6 @@ class SpeechServer:
             except Exception:  # noqa: BLE001
                 pass
         finally:
-            self.release(conn)
             self.connections.discard(conn)
             self.metrics.connections_open = len(self.connections)
             if conn.input is not None:  # a session ran: give its freed memory back

@@ -16,7 +16,8 @@ import time
 import numpy as np
 
 from speech.events import EventLog
-from speech.session import Session
+from speech.pipeline import BranchLog
+from speech.session import Branch, Session
 from speech.types import AudioChunk, TextUpdate, Word
 
 
@@ -54,11 +55,13 @@ class FakeAsr:
 class FakeMt:
     name = "mt"
 
-    def __init__(self, log: EventLog, clock):
-        self.log, self.clock = log, clock
+    def __init__(self, log: EventLog, clock, cost_s: float = 0.0):
+        self.log, self.clock, self.cost_s = log, clock, cost_s
 
     async def run(self, inbox, outbox) -> None:
         async for update in inbox:
+            if self.cost_s:
+                await asyncio.sleep(self.cost_s)
             out = TextUpdate(tuple(Word(w.text.upper()) for w in update.committed),
                              tuple(Word(w.text.upper()) for w in update.tentative),
                              update.final, update.source_time, self.clock.now(), update.end_of_stream)
@@ -88,10 +91,22 @@ class FakeTts:
 
 
 def fake_pipeline(hello, source, sink, clock, log) -> Session:
+    """`sink`: one sink, or one per target (the server passes a mapping). With several targets the
+    session is a tree (one recogniser, one FakeMt -> FakeTts branch per target, records naming their
+    target); a target ending in "-lag" makes its branch's translator take 50 ms per update."""
+    targets = hello.all_targets
     boom = 1.0 if hello.target.endswith("-boom") else None
     cost = 0.05 if hello.target.endswith("-slow") else 0.0
-    stages = [FakeAsr(log, clock, boom_after_s=boom, cost_s=cost), FakeMt(log, clock), FakeTts(log, clock)]
-    return Session(stages, source, sink, clock=clock, log=log)
+    asr = FakeAsr(log, clock, boom_after_s=boom, cost_s=cost)
+    sinks = sink if isinstance(sink, dict) else {targets[0]: sink}
+    if len(targets) == 1:
+        return Session([asr, FakeMt(log, clock), FakeTts(log, clock)], source, sinks[targets[0]], clock=clock, log=log)
+    branches = []
+    for target in targets:
+        blog = BranchLog(log, target)
+        mt = FakeMt(blog, clock, cost_s=0.05 if target.endswith("-lag") else 0.0)
+        branches.append(Branch(target, [mt, FakeTts(blog, clock)], sinks[target]))
+    return Session([asr], source, None, clock=clock, log=log, branches=branches)
 
 
 def make_fake_factory(registry, base):

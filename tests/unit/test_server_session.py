@@ -199,7 +199,7 @@ def test_failing_backend_ends_only_its_session():
 
 def test_disconnect_mid_stream_frees_the_session():
     async def main():
-        async with server() as srv:
+        async with server(resume_grace=0.2) as srv:
             async with connect(srv.url) as ws:
                 await ws.send(HELLO)
                 for _ in range(5):
