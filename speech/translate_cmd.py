@@ -99,7 +99,7 @@ async def translate_file_targets(
     if play and len(targets) > 1:
         raise ValueError("--play takes one target")
     clock = make_clock(realtime)
-    live = LiveText(sys.stdout, sys.stderr.isatty() and progress) if progress else None
+    live = LiveText(sys.stdout, sys.stderr.isatty() and progress, multi=len(targets) > 1) if progress else None
     log = EventLog(log_path, on_record=live)
     source = FileSource(path, sample_rate=16000, chunk_ms=config.chunk_ms, clock=clock)
     sinks = {}
@@ -154,8 +154,9 @@ class LiveText:
     """Prints what each stage commits as it is committed: `[en] ...` recognised, `[es] ...`
     translated, `[spoken ...]` each synthesised chunk. Called from the EventLog (any thread)."""
 
-    def __init__(self, out, tty: bool) -> None:
+    def __init__(self, out, tty: bool, multi: bool = False) -> None:
         self.out = out
+        self.multi = multi  # several targets: each spoken chunk names its target
         self.prefix = "\r\x1b[K" if tty else ""  # clear the progress bar's line first
 
     def __call__(self, rec: dict) -> None:
@@ -165,7 +166,7 @@ class LiveText:
             words = " ".join(w["text"] for w in rec["committed"])
             line = f"[{lang} {rec.get('source_time', 0):6.2f}s] {words}"
         elif kind == "audio" and stage == "tts":
-            target = f" {rec['target']}" if rec.get("target") else ""
+            target = f" {rec['target']}" if self.multi and rec.get("target") else ""
             line = f"[spoken{target} {rec.get('wall_time', 0):6.2f}s] {rec.get('text', '')}"
         else:
             return
