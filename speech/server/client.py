@@ -181,7 +181,9 @@ async def stream_audio(
                         ready.set()
                         if not first:
                             result.resumes += 1
-                            continue  # the first ready is the one kept
+                            if on_event is not None:
+                                on_event(event)
+                            continue  # the first ready is the one kept in `events`
                     seq = event.get("seq")
                     if isinstance(seq, int) and seq <= state["last_seq"]:
                         pending_audio = None
