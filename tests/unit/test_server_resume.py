@@ -6,6 +6,7 @@ import json
 import random
 
 from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
 
 from speech.events import read_events
 from speech.server.client import stream_audio
@@ -160,3 +161,31 @@ def test_resume_with_a_wrong_token_or_an_unknown_session_is_refused():
                 return answers
 
     assert run(main()) == ["unauthorized", "unknown_session", "bad_resume"]
+
+
+def test_a_refused_speaker_still_has_every_committed_word_flushed_into_the_log(tmp_path):
+    """idle_timeout refuses the speaker; the words in the links still reach the log (and `end`)."""
+    async def main():
+        async with SpeechServer(ServerConfig(port=0, log_dir=tmp_path, idle_timeout=0.5), fake_pipeline) as srv:
+            async with connect(srv.url) as ws:
+                await ws.send(json.dumps({"type": "hello", "source": "en", "targets": ["es", "pt"],
+                                          "sample_rate": 16000}))
+                for _ in range(12):  # 1.2 s, then silence on the wire
+                    await ws.send(b"\x01\x00" * 1600)
+                events = []
+                try:
+                    async for m in ws:
+                        if isinstance(m, str):
+                            events.append(json.loads(m))
+                except ConnectionClosed:
+                    pass
+            await wait_for(lambda: srv.metrics.sessions_active == 0)
+            return events
+
+    events = run(main())
+    assert events[-1]["type"] == "error" and events[-1]["code"] == "idle_timeout"
+    (records,) = logs_by_session(tmp_path).values()
+    for target in ("es", "pt"):
+        branch = [r for r in records if r.get("target") in (None, target)]
+        assert assert_nothing_lost(branch) == ["w0", "w1", "w2"]
+    assert records[-1]["kind"] == "end" and records[-1]["reason"] == "idle_timeout"
