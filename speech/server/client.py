@@ -184,6 +184,9 @@ async def stream_audio(
                             if on_event is not None:
                                 on_event(event)
                             continue  # the first ready is the one kept in `events`
+                    if kind == "error" and event.get("code") == "slow_client" and resume and state["session"]:
+                        state["slow"] = True  # the server dropped a connection that fell behind: resume
+                        continue
                     seq = event.get("seq")
                     if isinstance(seq, int) and seq <= state["last_seq"]:
                         pending_audio = None
@@ -206,7 +209,7 @@ async def stream_audio(
                     sender.cancel()
                 await asyncio.gather(sender, return_exceptions=True)
             result.close_code = ws.close_code
-            if ws.protocol.close_rcvd is None and result.done is None:
+            if (ws.protocol.close_rcvd is None or state.pop("slow", False)) and result.done is None:
                 result.drops += 1
                 if resume:
                     raise _Dropped()

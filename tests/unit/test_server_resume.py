@@ -81,7 +81,7 @@ def test_100_random_disconnects_with_resume(tmp_path):
                                   on_connection=cutter(rng, cuts, 0.4))
 
     async def main():
-        async with SpeechServer(ServerConfig(port=0, log_dir=tmp_path, max_sessions=50, resume_grace=2), fake_pipeline) as srv:
+        async with SpeechServer(ServerConfig(port=0, log_dir=tmp_path, max_sessions=50, resume_grace=10), fake_pipeline) as srv:
             results = []
             for batch in range(5):
                 results += await asyncio.gather(*(one(srv.url, 3) for _ in range(10)))
