@@ -234,4 +234,5 @@ def build_stage(registry: Registry, config: Any, clock: Clock, log: EventLog) ->
     # the computation-unaware figures depend on the machine's load, so it is live-only by default.
     if not config.extra.get("asr_adaptive", clock.realtime):
         options.max_behind_s = float("inf")
-    return create_asr_stage(registry, config.asr_model, config.asr_policy, config.source, clock, log, options)
+    return create_asr_stage(registry, config.asr_model, config.asr_policy, config.source, clock, log, options,
+                            **config.extra.get("asr_options", {}))  # recogniser options, e.g. cpu_threads

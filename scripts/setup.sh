@@ -20,6 +20,8 @@ for pkg in apertium apertium-eng-spa apertium-es-pt apertium-fr-es apertium-spa-
 done
 if [ "$want_test" = 1 ]; then
   command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+  # HAProxy: the scale-out test runs two replicas behind deploy/haproxy.cfg.
+  dpkg -s haproxy >/dev/null 2>&1 || need_apt+=(haproxy)
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${need_apt[*]}" >&2
@@ -36,7 +38,8 @@ stamp=".venv/.installed-$( (cat pyproject.toml scripts/setup.sh; echo $want_test
 if [ ! -f "$stamp" ]; then
   echo "setup: installing the project and its embedded models into .venv (3 to 5 minutes on a new machine)" >&2
   extras="all"
-  [ "$want_test" = 1 ] && extras="all,neural,test"
+  # ray: the Ray Serve engine's test (about a minute more to install, ~490 MB).
+  [ "$want_test" = 1 ] && extras="all,neural,test,ray"
   log=$(mktemp)
   pipq() {  # pip install, quiet; fails the set-up when pip fails
     local rc=0

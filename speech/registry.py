@@ -13,6 +13,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .budget import ThreadBudget
+
 
 class UnknownBackend(LookupError):
     pass
@@ -31,6 +33,8 @@ class BackendSpec:
 @dataclass
 class Registry:
     specs: dict[tuple[str, str], BackendSpec] = field(default_factory=dict)
+    # How many threads each engine may use (speech.budget); the owner of the process sets it.
+    budget: ThreadBudget = field(default_factory=ThreadBudget.for_machine)
     _cache: dict[Any, Any] = field(default_factory=dict)
     _lock: threading.RLock = field(default_factory=threading.RLock)
 
@@ -81,6 +85,10 @@ class Registry:
                 f"{kind} {name!r} needs the Python package {e.name!r}; install the project's extras "
                 f"(see README: .venv/bin/pip install -e '.[all]')"
             ) from e
+
+    def threads(self, engine: str, given: int | None = None) -> int:
+        """An engine's thread count: `given` when its config set one, else the budget's."""
+        return self.budget.resolve(engine, given)
 
     def shared(self, key: Any, load: Callable[[], Any]) -> Any:
         """A loaded model, created once per registry and shared read-only."""

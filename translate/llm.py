@@ -31,7 +31,7 @@ class LlmConfig:
 
     model: str = "gemma-270m"  # an embedded model name or a path to any GGUF file
     prompt: str = "auto"  # "auto" (chat template when the model has one), "few-shot", "chat"
-    threads: int = 2
+    threads: int | None = None  # None: the registry's thread budget (speech.budget)
     n_ctx: int = 2048
     context_sentences: int = 1  # finished sentences kept after the instruction prefix
     max_tentative_tokens: int = 10  # generation budget of an update (bounds update time)
@@ -252,7 +252,7 @@ def load_llm(config: LlmConfig, registry) -> LlmTranslator:  # noqa: ANN001 - sp
     if not config.model:
         raise ValueError("the gguf translator needs a model path: --model PATH.gguf")
     path = model_file(resolve_gguf(config.model), config.vocab)
-    options = LlamaOptions(n_ctx=config.n_ctx, threads=config.threads)
+    options = LlamaOptions(n_ctx=config.n_ctx, threads=registry.threads("llama", config.threads))
     model = registry.shared(("llama", str(path), options), lambda: LlamaModel(path, options))
     return LlmTranslator(config, model)
 

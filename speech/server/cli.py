@@ -17,7 +17,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8765, help="TCP port (default 8765; 0 picks a free one)")
     parser.add_argument("--token", default=os.environ.get("SPEECH_TOKEN", ""),
                         help="clients must send this token in their hello (default: $SPEECH_TOKEN; empty: no check)")
-    parser.add_argument("--max-sessions", type=int, default=2, help="concurrent sessions (default 2: one per core)")
+    parser.add_argument("--max-sessions", type=int, default=None,
+                        help="concurrent sessions; the thread budget is sized for them (default: one per core, "
+                             "what benchmarks/load.py showed a machine holds in real time; docs/deploy.md)")
+    parser.add_argument("--replica-id", default="",
+                        help="a name for this server among replicas behind a load balancer (letters, digits); "
+                             "session ids start with it, so a balancer can route a listener by its session "
+                             "(deploy/haproxy.cfg)")
+    parser.add_argument("--engine", choices=("plain", "ray"), default="plain",
+                        help="plain: this process serves (default); ray: a Ray Serve deployment of replicas "
+                             "(needs the 'ray' extra; docs/deploy.md)")
+    parser.add_argument("--ray-max-replicas", type=int, default=1, metavar="N",
+                        help="--engine ray: replicas autoscaling may reach (default 1), each with --max-sessions")
+    parser.add_argument("--ray-replica-cpus", type=int, default=0, metavar="N",
+                        help="--engine ray: CPUs each replica reserves and budgets threads for "
+                             "(default 0: every core of its node)")
     parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
                         help="a browser origin allowed besides the server's own (repeatable), e.g. https://example.org")
     parser.add_argument("--asr-model", default="whisper-base",
@@ -69,16 +83,27 @@ def parse_extra(items: list[str]) -> dict:
 def run(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise UserError(f"--port {args.port} is out of range (0-65535)")
+    from ..budget import default_max_sessions
+
+    if args.max_sessions is None:
+        args.max_sessions = default_max_sessions()
     if args.max_sessions < 1:
         raise UserError("--max-sessions must be at least 1")
     if args.resume_grace < 0 or args.max_listeners < 0:
         raise UserError("--resume-grace and --max-listeners cannot be negative")
+    if args.replica_id and not args.replica_id.isalnum():
+        raise UserError(f"--replica-id must be letters and digits only, got {args.replica_id!r}")
     warm = _pair(args.warm_up)
+    if args.engine == "ray":
+        from .ray_engine import serve_ray
+
+        return serve_ray(args, warm)
     return asyncio.run(_serve(args, warm))
 
 
 async def _serve(args: argparse.Namespace, warm: tuple[str, str] | None) -> int:
     from ..backends import default_registry
+    from ..budget import ThreadBudget
     from ..pipeline import PipelineConfig
     from .pipelines import RealPipeline, load_factory
     from .protocol import Hello
@@ -87,7 +112,9 @@ async def _serve(args: argparse.Namespace, warm: tuple[str, str] | None) -> int:
     from .memory import limit_arenas
 
     limit_arenas()  # before any worker thread exists (see speech.server.memory)
-    registry = default_registry()
+    budget = ThreadBudget.for_machine(sessions=args.max_sessions)
+    print(f"speech serve: thread budget {budget.describe()}", file=sys.stderr, flush=True)
+    registry = default_registry(budget)
     extra = {"asr_update_s": args.asr_update_s} if args.asr_update_s > 0 else {}
     extra.update(parse_extra(args.extra))
     base = PipelineConfig(asr_model=args.asr_model, mt_backend=args.mt_backend, voice=args.voice, extra=extra)
@@ -101,7 +128,8 @@ async def _serve(args: argparse.Namespace, warm: tuple[str, str] | None) -> int:
             raise UserError(f"warm-up {warm[0]}:{warm[1]} failed ({type(e).__name__}: {e}); try --warm-up none") from e
     config = ServerConfig(host=args.host, port=args.port, token=args.token, max_sessions=args.max_sessions,
                           allowed_origins=tuple(args.allow_origin), log_dir=args.log_dir,
-                          resume_grace=args.resume_grace, max_listeners=args.max_listeners)
+                          resume_grace=args.resume_grace, max_listeners=args.max_listeners,
+                          replica_id=args.replica_id)
     server = SpeechServer(config, factory)
     try:
         await server.start()

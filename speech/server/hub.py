@@ -40,7 +40,7 @@ class SessionHub:
 
     async def open(self, hello: P.Hello, number: int) -> LiveSession:
         """A new session for a speaker's hello: takes a slot and builds the pipeline (or refuses)."""
-        session_id = secrets.token_urlsafe(16)
+        session_id = self.server.session_id(secrets.token_urlsafe(16))
         live = LiveSession(self, hello, number, session_id, secrets.token_urlsafe(24), EventLog(keep=False))
         if not self.server.try_acquire(live):
             self.metrics.rejected["busy"] += 1

@@ -59,6 +59,7 @@ class ServerConfig:
     resume_grace: float = 30.0  # seconds a dropped speaker has to resume its session (0: no resume)
     max_listeners: int = 100  # listener connections per session
     listener_max_pending: int = 4 * 1024 * 1024  # output a listener may leave unread before it is dropped
+    replica_id: str = ""  # prefix of this server's session ids behind a load balancer (deploy/)
 
 
 @dataclass
@@ -86,7 +87,7 @@ class SpeechServer:
             self._handle,
             self.config.host,
             self.config.port,
-            process_request=self._process_request,
+            process_request=self._answer,
             max_size=P.MAX_TRANSPORT_BYTES,
             compression=None,  # audio does not compress; deflate only costs CPU
             server_header=None,
@@ -128,6 +129,15 @@ class SpeechServer:
         await self.shutdown()
 
     # -- slots -----------------------------------------------------------------------------
+    @property
+    def full(self) -> bool:
+        return len(self._sessions) >= self.config.max_sessions
+
+    def session_id(self, token: str) -> str:
+        """A session id that names this replica first ("r1-<token>"), so a load balancer can send a
+        listener to the replica holding the session (deploy/haproxy.cfg)."""
+        return f"{self.config.replica_id}-{token}" if self.config.replica_id else token
+
     def try_acquire(self, conn: Any) -> bool:
         if self._closing or len(self._sessions) >= self.config.max_sessions:
             return False
@@ -176,6 +186,12 @@ class SpeechServer:
             return True
         return origin in self.config.allowed_origins
 
+    def _answer(self, connection: ServerConnection, request: Request) -> Response | None:
+        response = self._process_request(connection, request)
+        if response is not None and self.config.replica_id:
+            response.headers["X-Replica"] = self.config.replica_id  # which replica answered (deploy/)
+        return response
+
     def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
         url = urlsplit(request.path)
         upgrade = request.headers.get("Upgrade", "").lower() == "websocket"
@@ -188,8 +204,13 @@ class SpeechServer:
             if self._closing:
                 return _text(HTTPStatus.SERVICE_UNAVAILABLE, "the server is shutting down\n")
             return None
-        if request.path == "/healthz":
-            return _json(HTTPStatus.OK, {"status": "closing" if self._closing else "ok", "protocol": P.VERSION})
+        if url.path == "/healthz":
+            # 503 when no session slot is free (or closing), so a load balancer routes elsewhere.
+            replica = {"replica": self.config.replica_id} if self.config.replica_id else {}
+            if self._closing or self.full:
+                return _json(HTTPStatus.SERVICE_UNAVAILABLE, {"status": "closing" if self._closing else "full",
+                                                              "protocol": P.VERSION, **replica})
+            return _json(HTTPStatus.OK, {"status": "ok", "protocol": P.VERSION, **replica})
         if url.path == "/metrics":
             if self.config.token and not self._http_token_ok(request):
                 return _text(HTTPStatus.UNAUTHORIZED, "pass ?token=... or Authorization: Bearer ...\n")

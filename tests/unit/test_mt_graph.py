@@ -11,7 +11,7 @@ from speech.translate import backends
 from speech.translate.chain import ChainStream, drop_invented_end
 from speech.translate.graph import (Edge, default_route, find_paths, installed_edges, missing, parse_path, parse_paths,
                                     path_spec, resolve)
-from speech.translate.metrics import erasure
+from speech.eval.erasure import erased_words as erasure
 from speech.translate.simulate import translate_stream
 from speech.translate.stage import open_stream, open_translation
 
