@@ -16,9 +16,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from speech.data import data_path
 from speech.eval.quality import ErrorCounts
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "speech"
+DATA = data_path("speech")  # $SPEECH_DATA/speech, else ../shared/data/speech beside the checkout
 DEFAULT_MANIFESTS = (str(DATA / "librivox" / "manifest.jsonl"), str(DATA / "fleurs" / "manifest.jsonl"))
 ENGLISH_ONLY = {"whisper-tiny.en", "pocketsphinx"}
 

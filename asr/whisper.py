@@ -44,24 +44,28 @@ class WhisperConfig:
     # streams in one call (0: off), and how long a decode waits for the others (seconds).
     batch_sessions: int = 0
     batch_window_s: float = 0.05
+    device: str = "cpu"  # "cpu", "cuda" or "auto" (speech.devices)
 
 
 def load_model(registry: Any, config: WhisperConfig) -> Any:
     from speech.models import whisper as whisper_models
 
+    from speech.devices import recognizer_device
+
+    device = recognizer_device(config.device)
     threads = registry.threads("whisper", config.cpu_threads)
     workers = registry.threads("whisper_workers", config.workers)
     if config.batch_sessions:  # one batch runs at a time: one worker with every core of the budget
         threads = config.cpu_threads or registry.budget.cores
         workers = config.workers or 1
-    key = ("whisper", config.model, threads, workers, config.compute_type, config.encoder_pad_s)
+    key = ("whisper", config.model, threads, workers, config.compute_type, config.encoder_pad_s, device)
     windowed: dict[str, Any] = {"num_workers": workers}
     if config.encoder_pad_s is not None:
         from .window import WindowedWhisperModel
 
         windowed |= {"model_class": WindowedWhisperModel, "pad_s": config.encoder_pad_s}
     return registry.shared(key, lambda: whisper_models.load(
-        config.model, threads, config.compute_type, config.allow_download, **windowed))
+        config.model, threads, config.compute_type, config.allow_download, device=device, **windowed))
 
 
 def transcribe_words(model: Any, audio: np.ndarray, config: WhisperConfig, prompt: str = "", offset: float = 0.0) -> tuple[list[Word], str]:

@@ -15,13 +15,14 @@ import numpy as np
 
 from .channel import Channel
 from .clock import Clock, SimulatedClock
+from .errors import UserError
 from .types import AudioChunk
 
 MIN_RATE = 8000
 MAX_RATE = 192000
 
 
-class AudioInputError(ValueError):
+class AudioInputError(UserError, ValueError):
     """An input that cannot be used as audio; the message names the input and what to do."""
 
 

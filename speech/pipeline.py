@@ -20,7 +20,9 @@ from typing import Any, Awaitable, Callable, Mapping
 
 from .channel import Channel
 from .clock import Clock, SimulatedClock
+from .errors import ConfigError
 from .events import EventLog
+from .options import AsrOptions, CodecOptions, MtOptions, TtsOptions, apply_extra, check_fields, check_range
 from .registry import Registry
 from .session import Branch, Link, Session
 from .stage import Stage
@@ -28,7 +30,15 @@ from .stage import Stage
 
 @dataclass
 class PipelineConfig:
-    """Everything that chooses how one stream is processed. Defaults are the embedded models."""
+    """Everything that chooses how one stream is processed. Defaults are the embedded models.
+
+    Checked when made (and on `replace`): a wrong type or a value out of range raises
+    `speech.errors.ConfigError` naming the key and what is allowed. Stage options are typed
+    (`asr_options`, `mt_options`, `tts_options`, `codec_options`); a mapping given for one of them
+    (a TOML table) becomes its dataclass. `extra` is kept for compatibility: its known keys
+    (`asr_update_s`, `asr_adaptive`, `mt_options`, `tts_options`, `tts_chunker`, `tts_pace`, `codec_options`)
+    are moved onto the typed options.
+    """
 
     source: str = "en"
     target: str = "es"
@@ -50,12 +60,28 @@ class PipelineConfig:
     codec_bitrate: int = 24000
     # which stages run: "asr", "mt", "tts", "codec"
     stages: tuple[str, ...] = ("asr", "mt", "tts")
+    asr_options: AsrOptions = field(default_factory=AsrOptions)
+    mt_options: MtOptions = field(default_factory=MtOptions)
+    tts_options: TtsOptions = field(default_factory=TtsOptions)
+    codec_options: CodecOptions = field(default_factory=CodecOptions)
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        check_fields(self)
+        apply_extra(self)
+        check_range("chunk_ms", self.chunk_ms, 0, 10_000, low_open=True)
+        check_range("codec_rate", self.codec_rate, 0, None, low_open=True)
+        check_range("codec_bitrate", self.codec_bitrate, 0, None, low_open=True)
+        for name in self.stages:
+            if name not in STAGE_MODULES:
+                raise ConfigError("stages", f"each stage is one of {', '.join(STAGE_MODULES)}", name)
+
     def replace(self, **changes: Any) -> "PipelineConfig":
+        """A copy with `changes` (checked again)."""
         return dataclasses.replace(self, **changes)
 
     def to_json(self) -> dict:
+        """Every field as plain JSON data (the options as objects)."""
         return dataclasses.asdict(self)
 
     @property

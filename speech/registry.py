@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .budget import ThreadBudget
+from .errors import OptionError
 
 
 class UnknownBackend(LookupError):
@@ -64,14 +65,23 @@ class Registry:
         spec = self.spec(kind, name)
         if spec.config_type is None:
             if overrides:
-                raise TypeError(f"{kind} {name!r} takes no options (got {sorted(overrides)})")
+                raise OptionError(f"{kind} {name}", "takes no options",
+                                  message=f"{kind} {name!r} takes no options (got {sorted(overrides)})")
             return None
         cls = _resolve(spec.config_type)
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = set(overrides) - known
         if unknown:
-            raise TypeError(f"{kind} {name!r} has no option(s) {sorted(unknown)}; options: {sorted(known)}")
+            raise OptionError(f"{kind} {name}", f"options: {sorted(known)}",
+                              message=f"{kind} {name!r} has no option(s) {sorted(unknown)}; options: {sorted(known)}")
         return cls(**overrides)
+
+    def option_names(self, kind: str, name: str) -> set[str]:
+        """The fields of a backend's config dataclass (empty when it takes no options)."""
+        spec = self.spec(kind, name)
+        if spec.config_type is None:
+            return set()
+        return {f.name for f in dataclasses.fields(_resolve(spec.config_type))}
 
     def create(self, kind: str, name: str, config: Any = None, **overrides: Any) -> Any:
         spec = self.spec(kind, name)

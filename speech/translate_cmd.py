@@ -39,13 +39,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--codec", default="pcm16", choices=("pcm16", "opus"), help="codec between TTS and the listener")
     parser.add_argument("--codec-rate", type=int, default=24000, help="codec sample rate in Hz (Opus: 8/12/16/24/48 kHz)")
     parser.add_argument("--bitrate", type=int, default=24000, help="Opus bitrate in bit/s (default 24000)")
-    parser.add_argument("--asr-model", default="whisper-base", help="recogniser (default whisper-base)")
-    parser.add_argument("--mt-backend", default="default", help="translator or path of translators, e.g. bergamot:en-pt,apertium:pt-es "
-                        "(default: the best measured installed path for the pair)")
+    parser.add_argument("--asr-model", default="whisper-base",
+                        help="recogniser: whisper-base (default), whisper-tiny.en, pocketsphinx, or the path of a local "
+                             "CTranslate2 Whisper folder (docs/models.md)")
+    parser.add_argument("--mt-backend", default="default",
+                        help="translator (apertium, bergamot, gemma-270m, the path of a local .gguf model: docs/models.md) "
+                             "or path of translators, e.g. bergamot:en-pt,apertium:pt-es "
+                             "(default: the best measured installed path for the pair)")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress line and no summary")
     from speech.tts.pace import add_pace_arguments
 
     add_pace_arguments(parser)
+    from .configuration import add_config_flag, add_device_flag
+
+    add_config_flag(parser)
+    add_device_flag(parser)
 
 
 @dataclass
@@ -182,24 +190,16 @@ class _Forward:
 
 
 def pipeline_config(args: argparse.Namespace):
-    from .pipeline import PipelineConfig, parse_targets
+    """The PipelineConfig of these arguments: defaults < --config FILE < the flags given."""
+    from .configuration import resolve
+    from .pipeline import parse_targets
 
+    config = resolve("translate", args, fixed={"stages": ("asr", "mt", "tts", "codec")}).config
     try:
-        targets = parse_targets(args.target)
+        targets = config.targets or parse_targets(config.target)  # --target es,pt: one branch each
     except ValueError as e:
         raise UserError(f"--target: {e}") from None
-    return PipelineConfig(
-        source=args.source, target=targets[0], targets=targets if len(targets) > 1 else (),
-        asr_model=args.asr_model, mt_backend=args.mt_backend,
-        voice=args.voice, codec=args.codec, codec_rate=args.codec_rate, codec_bitrate=args.bitrate,
-        stages=("asr", "mt", "tts", "codec"), extra={"tts_pace": pace_options(args)},
-    )
-
-
-def pace_options(args: argparse.Namespace) -> dict:
-    from speech.tts.pace import pace_options as options
-
-    return options(args)
+    return config.replace(target=targets[0], targets=targets if len(targets) > 1 else ())
 
 
 def output_paths(args: argparse.Namespace, targets: tuple[str, ...]) -> dict[str, Path]:
@@ -218,23 +218,26 @@ def run(args: argparse.Namespace) -> int:
 
     config = pipeline_config(args)
     targets = config.all_targets
-    if args.source in targets:
-        raise UserError(f"--source and --target are both {args.source!r}; give two different languages")
+    if config.source in targets:
+        raise UserError(f"--source and --target are both {config.source!r}; give two different languages")
     if args.play and len(targets) > 1:
         raise UserError("--play takes one target; drop --play or give one --target")
     read_audio(args.input)  # a clear error on a missing or unreadable input before any model loads
     outputs = output_paths(args, targets)
     registry = default_registry()
+    from .devices import check_devices
+
+    check_devices(config, registry)  # one line for --device cuda where there is none
     # Unknown voices, languages and codec rates fail here, before the recogniser and translator load.
     from speech.codecs.stage import codec_config
     from speech.tts.backends import create_synthesizer
 
     for target in targets:
-        create_synthesizer(registry, target, args.voice)
+        create_synthesizer(registry, target, config.voice, **config.tts_options.engine)
         if "mt" in config.stages:
             from speech.translate.graph import resolve
 
-            resolve(registry, args.source, target, config.mt_backend)  # a path is checked before anything loads
+            resolve(registry, config.source, target, config.mt_backend)  # a path is checked before anything loads
     registry.create("codec", config.codec, codec_config(config))
     if args.play:
         from speech.tts.sink import check_output_device
@@ -260,8 +263,9 @@ def run(args: argparse.Namespace) -> int:
         for target, result in results.items():
             output = outputs[target]
             print(f"wrote {output} ({len(result.samples) / result.sample_rate:.1f} s, {result.chunks} chunks) "
-                  f"from {result.source_duration:.1f} s of {args.source} speech in {result.wall_s:.1f} s")
-            heard = listener_latency(result.records, result.source_duration)
+                  f"from {result.source_duration:.1f} s of {config.source} speech in {result.wall_s:.1f} s")
+            records = [r for r in result.records if r.get("target", target) == target]
+            heard = listener_latency(records, result.source_duration)
             if heard:
                 lags = f"; listener lag p50 {heard['lag_p50']:.1f} s, p90 {heard['lag_p90']:.1f} s" if "lag_p50" in heard else ""
                 print(f"the listener hears the first word {heard['StartOffset']:.2f} s after the speaker began and the "

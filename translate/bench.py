@@ -14,6 +14,7 @@ import statistics
 import sys
 from pathlib import Path
 
+from speech.data import data_path
 from speech.errors import UserError
 from speech.progress import Progress
 from speech.settings import parse_settings
@@ -28,7 +29,7 @@ from .metrics import looks_copied
 from .simulate import translate_stream
 
 DEFAULT_PAIRS = "en-es,en-pt,pt-en,en-de,en-fr"
-FLORES = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "text" / "flores101"
+FLORES = data_path("text", "flores101")  # $SPEECH_DATA, else ../shared/data beside the checkout
 EXAMPLE_LINES = range(899, 1011)  # 0-based: lines 900-1011
 
 
@@ -54,7 +55,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--start", type=int, default=0,
                         help="skip this many lines first (tune on e.g. --start 200, score on the default 0)")
     parser.add_argument("--shots", type=int, default=5, help="few-shot examples for LLMs, from lines 900-1011 (default 5)")
-    parser.add_argument("--data", type=Path, default=FLORES, help="FLORES-101 folder (default ../shared/data/text/flores101)")
+    parser.add_argument("--data", type=Path, default=FLORES, help="FLORES-101 folder (default: $SPEECH_DATA/text/flores101, else ../shared/data beside the checkout)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a translator option, e.g. --set max_tentative_tokens=6 (repeatable)")
     parser.add_argument("--policy-set", action="append", default=[], metavar="KEY=VALUE",

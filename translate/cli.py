@@ -35,6 +35,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--wpm", type=float, default=0.0, help="feed plain text at this many words a minute (0: no wait)")
     parser.add_argument("--log", type=Path, help="write the mt updates as an event log (JSON lines)")
     parser.add_argument("--final-only", action="store_true", help="print only the finished translation")
+    from speech.configuration import add_device_flag
+
+    add_device_flag(parser)
 
 
 def read_source(path: str, stdin: IO[str] | None = None) -> tuple[str, list[TextUpdate]]:
@@ -122,6 +125,15 @@ def run(args: argparse.Namespace) -> int:
         backend, options = ("gguf" if backend == "default" else backend), {"model": args.model}
     policy_options = {"k": args.k} if args.k is not None else None
     registry = default_registry()
+    if args.device != "cpu":  # an LLM translator's layers on the GPU; the others run on the CPU
+        from speech.devices import llm_gpu_layers
+
+        from .backends import default_backend
+
+        resolved = default_backend(args.source, args.target) if backend == "default" else backend
+        if ("translator", resolved) in registry.specs and "device" in registry.option_names("translator", resolved):
+            llm_gpu_layers(args.device, "--device")
+            options["device"] = args.device
     if args.explain:
         from .graph import resolve
 

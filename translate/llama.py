@@ -36,6 +36,7 @@ class LlamaOptions:
     n_ctx: int = 2048
     n_batch: int = 512
     threads: int = 2
+    n_gpu_layers: int = 0  # layers offloaded to a GPU (-1: all); 0 keeps the model on the CPU
 
 
 class LlamaModel:
@@ -55,7 +56,9 @@ class LlamaModel:
             n_vocab = property(lambda s: s.get_vocab().n_vocab)
 
         try:
-            self.model = _Model(str(self.path), L.LlamaModelParams())
+            params = L.LlamaModelParams()
+            params.n_gpu_layers = options.n_gpu_layers
+            self.model = _Model(str(self.path), params)
         except Exception as e:  # noqa: BLE001 - the binding raises plain exceptions
             raise ValueError(f"llama.cpp could not load {self.path}: {e}") from e
         self.vocab = self.model.get_vocab()

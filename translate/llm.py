@@ -43,6 +43,7 @@ class LlmConfig:
     vocab: str = "auto"
     retry_copies: bool = True  # a sentence start that repeats the source: retry another first token
     hold_copies: bool = True  # a copy the retry kept (or too short to judge) is never committed early
+    device: str = "cpu"  # "cpu", "cuda" (every layer offloaded by llama.cpp) or "auto" (speech.devices)
 
 
 class LlmTranslator:
@@ -252,7 +253,10 @@ def load_llm(config: LlmConfig, registry) -> LlmTranslator:  # noqa: ANN001 - sp
     if not config.model:
         raise ValueError("the gguf translator needs a model path: --model PATH.gguf")
     path = model_file(resolve_gguf(config.model), config.vocab)
-    options = LlamaOptions(n_ctx=config.n_ctx, threads=registry.threads("llama", config.threads))
+    from speech.devices import llm_gpu_layers
+
+    options = LlamaOptions(n_ctx=config.n_ctx, threads=registry.threads("llama", config.threads),
+                           n_gpu_layers=llm_gpu_layers(config.device))
     model = registry.shared(("llama", str(path), options), lambda: LlamaModel(path, options))
     return LlmTranslator(config, model)
 

@@ -146,9 +146,19 @@ def spoken_time(update: TextUpdate, previous: float | None) -> float | None:
 
 
 def build_stage(registry: Registry, config, clock: Clock, log: EventLog) -> TranslateStage:  # noqa: ANN001
-    """The "mt" stage for a speech.pipeline.PipelineConfig (config.extra["mt_options"] passes backend options)."""
+    """The "mt" stage for a speech.pipeline.PipelineConfig (options: config.mt_options, a
+    speech.options.MtOptions: engine and policy options, and the device of an LLM translator)."""
+    typed = config.mt_options
+    backend = config.mt_backend  # "default", one engine, or a path (graph.py)
+    backend_options = dict(typed.engine)
+    if backend.endswith(".gguf"):  # a local GGUF file: the "gguf" translator with model=PATH
+        backend, backend_options = "gguf", {"model": backend, **backend_options}
+    if typed.device != "cpu":  # only the engines with a device option (an LLM): Apertium and Bergamot run on the CPU
+        engines = {e.engine for e in resolve(registry, config.source, config.target, backend, backend_options).path}
+        if any("device" in registry.option_names("translator", e) for e in engines):
+            backend_options.setdefault("device", typed.device)
     translation = open_translation(
-        registry, config.source, config.target, config.mt_backend, config.mt_policy,
-        backend_options=config.extra.get("mt_options"),
+        registry, config.source, config.target, backend, config.mt_policy,
+        backend_options=backend_options, policy_options=dict(typed.policy) or None,
     )
     return TranslateStage(translation, clock.stage("mt"), log)

@@ -21,7 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-DEFAULT_MANIFEST = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "speech" / "fleurs" / "manifest.jsonl"
+from speech.data import data_path
+
+DEFAULT_MANIFEST = data_path("speech", "fleurs", "manifest.jsonl")  # $SPEECH_DATA, else ../shared/data
 DEFAULT_PAIRS = ("en-es", "en-pt", "pt-en")
 FLORES = {"en": "eng", "de": "deu", "fr": "fra", "es": "spa", "pt": "por", "it": "ita", "ca": "cat", "gl": "glg", "ro": "ron"}
 

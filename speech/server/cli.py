@@ -54,6 +54,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "or 'mt_options={\"threads\": 1}'")
     parser.add_argument("--log-dir", type=Path, help="write one event log per session here")
     parser.add_argument("--pipeline", help=argparse.SUPPRESS)  # module:function, a custom factory (tests)
+    from ..configuration import add_config_flag, add_device_flag
+
+    add_config_flag(parser)
+    from speech.tts.pace import add_pace_arguments
+
+    add_pace_arguments(parser)
+    add_device_flag(parser)
 
 
 def _pair(text: str) -> tuple[str, str] | None:
@@ -81,19 +88,17 @@ def parse_extra(items: list[str]) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not 0 <= args.port <= 65535:
-        raise UserError(f"--port {args.port} is out of range (0-65535)")
-    from ..budget import default_max_sessions
+    from ..configuration import resolve
 
-    if args.max_sessions is None:
-        args.max_sessions = default_max_sessions()
-    if args.max_sessions < 1:
-        raise UserError("--max-sessions must be at least 1")
-    if args.resume_grace < 0 or args.max_listeners < 0:
-        raise UserError("--resume-grace and --max-listeners cannot be negative")
     if args.replica_id and not args.replica_id.isalnum():
         raise UserError(f"--replica-id must be letters and digits only, got {args.replica_id!r}")
-    warm = _pair(args.warm_up)
+    effective = resolve("serve", args)  # defaults < --config FILE < flags; checks ports and counts
+    server = effective.server
+    args.host, args.port, args.token, args.max_sessions = server.host, server.port, server.token, server.max_sessions
+    args.allow_origin, args.log_dir = list(server.allow_origins), Path(server.log_dir) if server.log_dir else None
+    args.resume_grace, args.max_listeners, args.fast_english = server.resume_grace, server.max_listeners, server.fast_english
+    args.base_config = effective.config
+    warm = _pair(server.warm_up)
     if args.engine == "ray":
         from .ray_engine import serve_ray
 
@@ -115,9 +120,13 @@ async def _serve(args: argparse.Namespace, warm: tuple[str, str] | None) -> int:
     budget = ThreadBudget.for_machine(sessions=args.max_sessions)
     print(f"speech serve: thread budget {budget.describe()}", file=sys.stderr, flush=True)
     registry = default_registry(budget)
-    extra = {"asr_update_s": args.asr_update_s} if args.asr_update_s > 0 else {}
-    extra.update(parse_extra(args.extra))
-    base = PipelineConfig(asr_model=args.asr_model, mt_backend=args.mt_backend, voice=args.voice, extra=extra)
+    base = getattr(args, "base_config", None) or PipelineConfig(asr_model=args.asr_model, mt_backend=args.mt_backend,
+                                                                voice=args.voice)
+    base = base.replace(extra=parse_extra(args.extra))  # known keys move onto the typed options
+    if warm:
+        from ..devices import check_devices
+
+        check_devices(base.replace(source=warm[0], target=warm[1]), registry)
     english = "whisper-tiny.en" if args.fast_english else None
     factory = load_factory(args.pipeline, registry, base) if args.pipeline else RealPipeline(registry, base, english)
     if warm and hasattr(factory, "warm_up"):

@@ -25,9 +25,14 @@ class Metrics:
     audio_out_s: float = 0.0
     recent_lags: deque = field(default_factory=lambda: deque(maxlen=2000))
     recent_rtfs: deque = field(default_factory=lambda: deque(maxlen=200))
+    recent_listener_lags: deque = field(default_factory=lambda: deque(maxlen=2000))
 
     def observe_lag(self, lag: float) -> None:
         self.recent_lags.append(lag)
+
+    def observe_listener_lag(self, lag: float) -> None:
+        """A translated word heard: when the listener hears it - when its source word arrived."""
+        self.recent_listener_lags.append(lag)
 
     def to_json(self) -> dict:
         import psutil
@@ -49,6 +54,9 @@ class Metrics:
             "audio_in_s": round(self.audio_in_s, 3),
             "audio_out_s": round(self.audio_out_s, 3),
             "lag_s": {"p50": _r(percentile(lags, 50)), "p90": _r(percentile(lags, 90)), "count": len(lags)},
+            "listener_lag_s": {"p50": _r(percentile(list(self.recent_listener_lags), 50)),
+                               "p90": _r(percentile(list(self.recent_listener_lags), 90)),
+                               "count": len(self.recent_listener_lags)},
             "rtf": {"mean": _r(sum(rtfs) / len(rtfs)) if rtfs else None, "count": len(rtfs)},
             "rss_bytes": rss,
         }

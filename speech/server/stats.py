@@ -27,9 +27,11 @@ class SessionStats:
             if committed and lag is not None:
                 branch["lags"].append(lag)
 
-    def synthesis(self, target: str | None, lag: float | None) -> None:
-        if lag is not None:
-            self.lags["synthesis"].append(lag)
+    def synthesis(self, target: str | None, lags: list[float]) -> None:
+        """The listener lags of one synthesised chunk's words (hearing a word - its source spoken)."""
+        self.lags["synthesis"] += lags
+        if target in self.per_target:
+            self.per_target[target].setdefault("listener_lags", []).extend(lags)
 
     def audio_out(self, target: str, seconds: float) -> None:
         self.audio_out_s += seconds
@@ -59,10 +61,14 @@ class SessionStats:
             "recognition_lag_p90": _pct(self.lags["recognition"], 90),
             "translation_lag_p50": _pct(self.lags["translation"], 50),
             "translation_lag_p90": _pct(self.lags["translation"], 90),
+            # on the listener's timeline: when a word is heard - when its source word arrived
             "synthesis_lag_p50": _pct(self.lags["synthesis"], 50),
+            "synthesis_lag_p90": _pct(self.lags["synthesis"], 90),
             "targets": {
                 t: {"translated_words": b["words"], "translation_lag_p50": _pct(b["lags"], 50),
                     "translation_lag_p90": _pct(b["lags"], 90), "audio_out_s": round(b["audio_out_s"], 4),
+                    "synthesis_lag_p50": _pct(b.get("listener_lags", []), 50),
+                    "synthesis_lag_p90": _pct(b.get("listener_lags", []), 90),
                     "audio_frames_out": b["frames"]}
                 for t, b in self.per_target.items()
             },

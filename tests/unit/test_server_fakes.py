@@ -18,6 +18,7 @@ import numpy as np
 from speech.events import EventLog
 from speech.pipeline import BranchLog
 from speech.session import Branch, Session
+from speech.tts.listener import ListenerSchedule
 from speech.types import AudioChunk, TextUpdate, Word
 
 
@@ -81,10 +82,15 @@ class FakeTts:
         seq = 0
         for_ = np.arange(int(0.1 * self.rate), dtype=np.float32) / self.rate
         tone = (0.3 * np.sin(2 * np.pi * 440 * for_)).astype(np.float32)
+        schedule = ListenerSchedule(self.rate)
         async for update in inbox:
             for word in update.committed:
-                chunk = AudioChunk(tone, self.rate, start, seq, wall_time=self.clock.now(), text=word.text)
-                self.log.audio("tts", chunk, source_time=update.source_time, sample_rate=self.rate)
+                now = self.clock.now()
+                play = schedule.place(now, len(tone))
+                chunk = AudioChunk(tone, self.rate, start, seq, wall_time=now, text=word.text, play_start=play)
+                # the word renders source spoken just before the update's source time
+                self.log.audio("tts", chunk, source_time=update.source_time, sample_rate=self.rate, play_start=play,
+                               word_times=[[word.text, max(0.0, update.source_time - 0.1), 0.0]])
                 await outbox.put(chunk)
                 start += chunk.duration
                 seq += 1

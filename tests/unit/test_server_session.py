@@ -56,8 +56,15 @@ def test_stream_delivers_text_audio_and_done_last():
     assert [m["samples"] for m, _ in res.audio] == [2205] * 6
     pcm, rate = res.pcm()
     assert rate == 22050 and len(pcm) == 6 * 2205 and np.abs(pcm).max() > 0.2
-    assert any(e["type"] == "synthesis" for e in res.events)
+    synthesis = [e for e in res.events if e["type"] == "synthesis"]
+    assert len(synthesis) == 6
+    # the listener hears one chunk after another, each word after its source arrived
+    plays = [e["play_start"] for e in synthesis]
+    assert all(b >= a + 0.1 - 0.01 for a, b in zip(plays, plays[1:])), plays
+    word_lags = [x for e in synthesis for x in e["word_lags"]]
+    assert len(word_lags) == 6 and all(e["lag"] == e["word_lags"][0] for e in synthesis)
     summary = res.done["summary"]
+    assert summary["synthesis_lag_p90"] == pytest.approx(percentile(word_lags, 90), abs=2e-4)
     assert summary["recognized_words"] == 6 and summary["translated_words"] == 6
     assert abs(summary["audio_in_s"] - 3.0) < 0.01
     # The summary's lag is the percentile of the lags the translation events carried.
