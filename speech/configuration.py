@@ -61,7 +61,7 @@ FLAG_KEYS: dict[str, tuple[tuple[str, ...], Callable[[Any], Any]]] = {
     "resume_grace": (("server.resume_grace",), lambda v: v),
     "max_listeners": (("server.max_listeners",), lambda v: v),
     "target_lag": (("tts_options.pace.target_lag_s", "tts_options.pace.condense_lag_s"), _target_lag),
-    "max_speed": (("tts_options.pace.max_speed",), lambda v: v),
+    "max_speed": (("tts_options.pace.max_speed",), lambda v: {} if v is None else {"tts_options.pace.max_speed": v}),
     "no_pace_control": (("tts_options.pace.control",), lambda v: not v),
 }
 
