@@ -43,14 +43,13 @@ def run_level(server: ServerProcess, n: int, paths: list[Path], clips_each: int,
 
 def held(rows: list[dict], max_ratio: float) -> int:
     base = next(r for r in rows if r["concurrency"] == 1)["translation_lag_p90"]
-    best = 0
+    best, holding = 0, True
     for r in sorted(rows, key=lambda r: r["concurrency"]):
         r["p90_ratio"] = round(r["translation_lag_p90"] / base, 3) if base and r["translation_lag_p90"] else None
-        ok = not r["errors"] and r["p90_ratio"] is not None and r["p90_ratio"] <= max_ratio
-        r["holds"] = ok
-        if not ok:
-            break
-        best = r["concurrency"]
+        r["holds"] = not r["errors"] and r["p90_ratio"] is not None and r["p90_ratio"] <= max_ratio
+        holding = holding and r["holds"]
+        if holding:
+            best = r["concurrency"]
     return best
 
 

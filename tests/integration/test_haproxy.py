@@ -9,6 +9,7 @@ import asyncio
 import json
 import shutil
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
@@ -142,8 +143,8 @@ def test_listeners_reach_the_replica_holding_their_session(cluster):
     if not asyncio.run(_listener_endpoint_exists(replicas[0])):
         pytest.skip("the listener endpoint (/ws/listen) is not in this build")
 
-    async def listen(session_id, target, into):
-        async with connect(f"{lb.url}/listen?session={session_id}&target={target}") as ws:
+    async def listen(query, into):
+        async with connect(f"{lb.url}/listen?{query}") as ws:
             async for message in ws:
                 if isinstance(message, str):
                     into.append(json.loads(message))
@@ -154,10 +155,12 @@ def test_listeners_reach_the_replica_holding_their_session(cluster):
         async with connect(lb.url) as ws:
             await ws.send(json.dumps({"type": "hello", "source": "en", "target": "es", "sample_rate": 16000}))
             ready = json.loads(await ws.recv())
-            session_id = ready.get("session_id") or ready.get("session")
-            assert session_id and session_id.split("-")[0] in ("r1", "r2"), ready
+            session_id = ready["session"]
+            assert session_id.split("-")[0] in ("r1", "r2"), ready
+            # the listener URL names the replica itself; through the balancer, keep its query only
+            query = urlsplit(ready["listen"]["es"]).query
             heard = [[], []]
-            listeners = [asyncio.create_task(listen(session_id, "es", h)) for h in heard]
+            listeners = [asyncio.create_task(listen(query, h)) for h in heard]
             await asyncio.sleep(0.5)
             pcm = (tone(3.0) * 32767).astype("<i2").tobytes()
             for i in range(0, len(pcm), 3200):
