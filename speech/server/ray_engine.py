@@ -220,6 +220,10 @@ def deploy(args: argparse.Namespace, host: str, port: int, max_replicas: int = 1
     """Start Serve on host:port (on the Ray cluster this process is connected to) and run the app."""
     from ray import serve
 
+    from ..budget import default_max_sessions
+
+    if args.max_sessions is None:  # as `speech serve` resolves it (one per core of a replica)
+        args = argparse.Namespace(**{**vars(args), "max_sessions": default_max_sessions(args.ray_replica_cpus or None)})
     serve.start(http_options={"host": host, "port": port}, logging_config={"log_level": "WARNING"})
     serve.run(build_app(args, max_replicas), name="speech", route_prefix="/", blocking=False)
 

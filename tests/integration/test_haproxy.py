@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -65,6 +66,16 @@ def test_listener_session_prefix_routes_to_its_replica(cluster):
         assert replica_for(lb, f"{replica}-abc123") == replica
 
 
+def settle(replicas):
+    """Every replica has a free slot again, and HAProxy's health checks (every 0.5 s) have seen it:
+    while all replicas are marked full, HAProxy itself answers 503."""
+    for _ in range(200):
+        if all(http_get(f"http://127.0.0.1:{r.port}/healthz")[0] == 200 for r in replicas):
+            break
+        time.sleep(0.05)
+    time.sleep(1.5)
+
+
 async def _wait_active(replicas, n, timeout=10.0):
     for _ in range(int(timeout / 0.05)):
         active = [await asyncio.to_thread(lambda r=r: r.metrics()["sessions"]["active"]) for r in replicas]
@@ -76,6 +87,7 @@ async def _wait_active(replicas, n, timeout=10.0):
 
 def test_four_speakers_two_per_replica_and_a_fifth_is_refused(cluster):
     lb, replicas = cluster
+    settle(replicas)
     before = [r.metrics()["sessions"]["total"] for r in replicas]
 
     async def main():
@@ -116,6 +128,7 @@ def test_four_speakers_two_per_replica_and_a_fifth_is_refused(cluster):
 
 def test_three_speakers_served_through_the_balancer(cluster):
     lb, replicas = cluster
+    settle(replicas)
 
     async def main():
         return await asyncio.gather(*(stream_audio(lb.url, tone(2.0), 16000, "en", "es", speed=1.0)
@@ -142,6 +155,7 @@ def test_listeners_reach_the_replica_holding_their_session(cluster):
     lb, replicas = cluster
     if not asyncio.run(_listener_endpoint_exists(replicas[0])):
         pytest.skip("the listener endpoint (/ws/listen) is not in this build")
+    settle(replicas)
 
     async def listen(query, into):
         async with connect(f"{lb.url}/listen?{query}") as ws:
