@@ -224,7 +224,9 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--play takes one target; drop --play or give one --target")
     probe_audio(args.input)  # a clear error on a missing or unreadable input before any model loads
     outputs = output_paths(args, targets)
-    registry = default_registry()
+    from .budget import ThreadBudget
+
+    registry = default_registry(ThreadBudget.for_machine(branches=len(targets)))  # one branch per target
     from .devices import check_devices
 
     check_devices(config, registry)  # one line for --device cuda where there is none

@@ -73,7 +73,7 @@ def settle(replicas):
         if all(http_get(f"http://127.0.0.1:{r.port}/healthz")[0] == 200 for r in replicas):
             break
         time.sleep(0.05)
-    time.sleep(1.5)
+    time.sleep(2.0)
 
 
 async def _wait_active(replicas, n, timeout=10.0):
@@ -98,7 +98,7 @@ def test_four_speakers_two_per_replica_and_a_fifth_is_refused(cluster):
         active = await _wait_active(replicas, 4)
         # Every replica full: each /healthz says so, HAProxy takes both out within its check interval.
         health = [await asyncio.to_thread(http_get, f"http://127.0.0.1:{r.port}/healthz") for r in replicas]
-        for _ in range(60):
+        for _ in range(100):
             lb_health = await asyncio.to_thread(http_get, f"http://127.0.0.1:{lb.port}/healthz")
             if lb_health[0] == 503 and not isinstance(lb_health[1], dict):
                 break  # HAProxy's own answer: no server available

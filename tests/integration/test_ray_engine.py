@@ -22,7 +22,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
 from benchmarks.scalekit import FAKE_PIPELINE, REPO, free_port, http_get
-from speech.server.cli import configure
+from speech.server.cli import configure, resolve_args
 from speech.server.client import stream_audio
 
 HAS_RAY = importlib.util.find_spec("ray") is not None and importlib.util.find_spec("fastapi") is not None
@@ -36,7 +36,9 @@ def tone(seconds, rate=16000):
 def serve_args(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     configure(parser)
-    return parser.parse_args(["--engine", "ray", "--pipeline", FAKE_PIPELINE, "--warm-up", "none", *argv])
+    args = parser.parse_args(["--engine", "ray", "--pipeline", FAKE_PIPELINE, "--warm-up", "none", *argv])
+    resolve_args(args)  # as `speech serve` does
+    return args
 
 
 @pytest.fixture(scope="module")
