@@ -184,6 +184,7 @@ class CodecOptions:
 EXTRA_KEYS: dict[str, tuple[str, str]] = {
     "asr_update_s": ("asr_options", "update_s"),
     "asr_adaptive": ("asr_options", "adaptive"),
+    "asr_options": ("asr_options", "engine"),  # e.g. {"batch_sessions": 4} (docs/deploy.md)
     "mt_options": ("mt_options", "engine"),
     "tts_options": ("tts_options", "engine"),
     "tts_chunker": ("tts_options", "chunker"),
