@@ -38,7 +38,7 @@ stamp=".venv/.installed-$( (cat pyproject.toml scripts/setup.sh; echo $want_test
 if [ ! -f "$stamp" ]; then
   echo "setup: installing the project and its embedded models into .venv (3 to 5 minutes on a new machine)" >&2
   extras="all"
-  # ray: the Ray Serve engine's test (about a minute more to install, ~490 MB).
+  # ray: the Ray Serve engine's test (about a minute more to install, ~370 MB).
   [ "$want_test" = 1 ] && extras="all,neural,test,ray"
   log=$(mktemp)
   pipq() {  # pip install, quiet; fails the set-up when pip fails

@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 from ..errors import UserError
 
-INSTALL_HINT = ("--engine ray needs Ray Serve, an optional extra (about 490 MB): "
+INSTALL_HINT = ("--engine ray needs Ray Serve, an optional extra (about 370 MB): "
                 ".venv/bin/pip install -e '.[ray]'  (or: pip install 'ray[serve]==2.60.0')")
 WEBSOCKET_ROUTES = ("/", "/ws", "/ws/listen")
 DRAIN_S = 3600.0  # a replica scaled down waits this long for its sessions (a talk) to end
