@@ -33,8 +33,8 @@ import os
 from dataclasses import dataclass
 
 # Sessions per core that one machine holds in real time with the embedded defaults (en->es,
-# Whisper tiny.en, Apertium, Piper): benchmarks/load.py on a 2-core machine kept 2 sessions
-# within 1.5x of one session's p90 translation lag (docs/deploy.md).
+# Apertium, eSpeak NG): benchmarks/sessions.py on a 2-core machine kept 2 sessions within 1.5x of
+# one session's p90 translation lag in every run, 3 only in some (docs/deploy.md).
 SESSIONS_PER_CORE = 1.0
 
 # Cores per Whisper worker: CTranslate2 gains little from more threads on a model this small, so a
