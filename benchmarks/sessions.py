@@ -22,7 +22,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from loadkit import Lags, ServerProcess, clips, now, stream_clips
+from loadkit import Lags, ServerProcess, clips, now, stream_clips  # noqa: F401 - Lags: figures
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from speech.progress import Progress  # noqa: E402
@@ -70,11 +70,12 @@ def main() -> int:
         parser.error("--levels must include 1 (the reference)")
     configs = dict(c.partition("=")[::2] for c in (args.config or ["budget="]))
     paths = clips(max(levels) + args.clips)
-    servers = {name: ServerProcess("--max-sessions", str(max(levels)), "--warm-up", f"{args.source}:{args.target}",
-                                   *shlex.split(extra))
-               for name, extra in configs.items()}
-    per: dict[str, dict[int, Lags | list]] = {name: {n: [] for n in levels} for name in configs}
+    servers: dict[str, ServerProcess] = {}
+    per: dict[str, dict[int, list]] = {name: {n: [] for n in levels} for name in configs}
     try:
+        for name, extra in configs.items():  # inside the try: a server that fails stops the others
+            servers[name] = ServerProcess("--max-sessions", str(max(levels)), "--warm-up",
+                                          f"{args.source}:{args.target}", *shlex.split(extra))
         with Progress(len(levels) * len(configs) * args.rounds, "sessions") as progress:
             for _ in range(args.rounds):
                 for n in levels:
