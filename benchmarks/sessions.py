@@ -22,7 +22,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from loadkit import Lags, ServerProcess, clips, now, stream_clips  # noqa: F401 - Lags: figures
+from loadkit import Lags, ServerProcess, clips, now, stream_clips
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from speech.progress import Progress  # noqa: E402
