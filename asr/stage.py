@@ -21,7 +21,7 @@ from speech.events import EventLog
 from speech.registry import Registry
 from speech.types import AudioChunk, TextUpdate, Word
 
-from .vad import StreamingVad, VadConfig, load_silero
+from .vad import WINDOW, StreamingVad, VadConfig, load_silero
 
 SAMPLE_RATE = 16000
 
@@ -123,7 +123,10 @@ class AsrStage:
                 self._feed(chunk)
             else:
                 self._preroll.append(chunk)
-                while self._preroll and self._preroll[0].end < chunk.end - self.vad.config.pad_s - chunk.duration:
+                # A start is confirmed `min_speech_s` (plus up to two VAD windows) after its onset
+                # and reported `pad_s` before it: keep that much audio.
+                keep = self.vad.config.pad_s + self.vad.config.min_speech_s + 2 * WINDOW / SAMPLE_RATE
+                while self._preroll and self._preroll[0].end < chunk.end - keep - chunk.duration:
                     self._preroll.popleft()
             if self._speaking and not self.vad.speaking:
                 out.append(self._close(chunk.end))
@@ -137,6 +140,13 @@ class AsrStage:
         return [u for u in out if u is not None]
 
     def finish(self, source_time: float) -> TextUpdate:
+        if self.vad is not None and not self._speaking:
+            start = self.vad.finish()  # speech that began too close to the end to be confirmed
+            if start is not None:
+                for old in self._preroll:
+                    if old.end > start:
+                        self._feed(old)
+                self._preroll.clear()
         update = self._close(source_time, end_of_stream=True)
         assert update is not None
         return TextUpdate(update.committed, (), final=True, source_time=source_time,
