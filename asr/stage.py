@@ -21,7 +21,7 @@ from speech.events import EventLog
 from speech.registry import Registry
 from speech.types import AudioChunk, TextUpdate, Word
 
-from .vad import WINDOW, StreamingVad, VadConfig, load_silero
+from .vad import StreamingVad, VadConfig, load_silero
 
 SAMPLE_RATE = 16000
 
@@ -123,10 +123,7 @@ class AsrStage:
                 self._feed(chunk)
             else:
                 self._preroll.append(chunk)
-                # A start is confirmed `min_speech_s` (plus up to two VAD windows) after its onset
-                # and reported `pad_s` before it: keep that much audio.
-                keep = self.vad.config.pad_s + self.vad.config.min_speech_s + 2 * WINDOW / SAMPLE_RATE
-                while self._preroll and self._preroll[0].end < chunk.end - keep - chunk.duration:
+                while self._preroll and self._preroll[0].end < chunk.end - self.vad.config.pad_s - chunk.duration:
                     self._preroll.popleft()
             if self._speaking and not self.vad.speaking:
                 out.append(self._close(chunk.end))
