@@ -92,7 +92,7 @@ def run_config(model: str, policy: str, language: str, clips: list[dict], chunk_
     from speech.backends import default_registry
 
     from .evaluate import offline_words, percentile, stream, word_errors
-    from .reference import Committed, RecognitionLag, recognition_lag, reference_timeline
+    from .reference import RecognitionLag, recognition_lag, reference_timeline
     from .stage import AsrOptions
     from .vad import VadConfig
 
@@ -112,7 +112,7 @@ def run_config(model: str, policy: str, language: str, clips: list[dict], chunk_
         e, n = word_errors(clip["ref"], result.text)
         oe, _ = word_errors(clip["ref"], " ".join(w.text for w in offline))
         errors, ref_words, off_errors = errors + e, ref_words + n, off_errors + oe
-        lag += recognition_lag(committed(result, Committed), reference_timeline(clip["file"], language, registry))
+        lag += recognition_lag(committed(result), reference_timeline(clip["file"], language, registry))
         updates += result.update_s
         compute += result.compute_s
         audio_s += info.duration
@@ -153,7 +153,7 @@ def run_long(model: str, policy: str, language: str, clips: list[dict], chunk_ms
     from speech.types import Word
 
     from .evaluate import percentile, stream, word_errors
-    from .reference import Committed, RecognitionLag, recognition_lag, reference_timeline
+    from .reference import RecognitionLag, recognition_lag, reference_timeline
     from .stage import AsrOptions
     from .vad import VadConfig
 
@@ -182,9 +182,9 @@ def run_long(model: str, policy: str, language: str, clips: list[dict], chunk_ms
     # Align clip by clip (the clips repeat: a global alignment could pair a word with the same
     # word of another repetition).
     lag = RecognitionLag(0)
-    words = committed(result, Committed)
+    stream_words = committed(result)
     for t0, t1, r0, r1 in spans:
-        part = [c for c in words if c.word.start is not None and t0 - 0.3 <= c.word.start < t1 - 0.3]
+        part = [c for c in stream_words if c.word.start is not None and t0 - 0.3 <= c.word.start < t1 - 0.3]
         lag += recognition_lag(part, reference[r0:r1])
     # Per minute: decode times (from the stage's log) and lags of words ending in that minute.
     stats = next(r for r in result.log.records if r["kind"] == "stats")
@@ -206,9 +206,11 @@ def run_long(model: str, policy: str, language: str, clips: list[dict], chunk_ms
             "rtf": round(result.compute_s / t, 3)}
 
 
-def committed(result: Any, make: Any) -> list:
-    """A StreamResult's committed words with their commit times."""
-    return [make(w, s, t) for w, s, t in zip(result.words, result.commit_source, result.commit_wall)]
+def committed(result: Any) -> list:
+    """A StreamResult's committed words with their commit times (asr.reference.Committed)."""
+    from .reference import Committed
+
+    return [Committed(w, s, t) for w, s, t in zip(result.words, result.commit_source, result.commit_wall)]
 
 
 def prepare_references(clips: list[dict], language: str, progress: Any = None) -> dict:
