@@ -104,7 +104,8 @@ def transcribe_reference(samples: np.ndarray, rate: int, language: str, registry
     from .evaluate import offline_words
 
     registry = registry or default_registry()
-    return offline_words(registry, REFERENCE_MODEL, language, samples, rate)
+    detect = language in ("", "auto")  # Whisper base detects the language itself
+    return offline_words(registry, REFERENCE_MODEL, "" if detect else language, samples, rate)
 
 
 def cache_path(audio_path: str | Path, language: str) -> Path:
