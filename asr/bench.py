@@ -18,7 +18,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "speech"
+from speech.data import data_path
+from speech.eval.quality import ErrorCounts
+
+DATA = data_path("speech")  # $SPEECH_DATA/speech, else ../shared/data/speech beside the checkout
 DEFAULT_MANIFESTS = (str(DATA / "librivox" / "manifest.jsonl"), str(DATA / "fleurs" / "manifest.jsonl"))
 ENGLISH_ONLY = {"whisper-tiny.en", "pocketsphinx"}
 
@@ -81,6 +84,14 @@ def load_clips(manifests: list[str], language: str, limit: int) -> list[dict]:
     return clips
 
 
+def corpus_errors(pairs: list[tuple[str, str]], language: str) -> ErrorCounts:
+    """Word errors summed over (reference, hypothesis) pairs: the corpus WER `speech eval` reports
+    for the same texts (both call `speech.eval.quality.word_errors`)."""
+    from speech.eval.quality import word_errors
+
+    return sum((word_errors(ref, hyp, language) for ref, hyp in pairs), ErrorCounts())
+
+
 def run_config(model: str, policy: str, language: str, clips: list[dict], chunk_ms: int,
                update_s: float | None, vad: bool, threads: int, adaptive: bool = False,
                settings: dict | None = None, progress: Any = None) -> dict:
@@ -91,7 +102,9 @@ def run_config(model: str, policy: str, language: str, clips: list[dict], chunk_
     from speech.audio import read_audio
     from speech.backends import default_registry
 
-    from .evaluate import offline_words, percentile, stream, word_errors
+    from speech.stats import percentile
+
+    from .evaluate import offline_words, stream
     from .reference import RecognitionLag, recognition_lag, reference_timeline
     from .stage import AsrOptions
     from .vad import VadConfig
@@ -100,7 +113,8 @@ def run_config(model: str, policy: str, language: str, clips: list[dict], chunk_
     opts = ({"cpu_threads": threads} if model.startswith("whisper") else {}) | (settings or {})
     options = AsrOptions(update_s=update_s, vad=VadConfig() if vad else None,
                          max_behind_s=0.3 if adaptive else float("inf"))
-    errors = ref_words = off_errors = 0
+    streamed_pairs: list[tuple[str, str]] = []
+    offline_pairs: list[tuple[str, str]] = []
     lag = RecognitionLag(0)
     updates: list[float] = []
     compute = audio_s = 0.0
@@ -109,9 +123,8 @@ def run_config(model: str, policy: str, language: str, clips: list[dict], chunk_
         samples, rate, info = read_audio(clip["file"])
         offline = offline_words(registry, model, language, samples, rate, **opts)
         result = stream(registry, model, policy, language, samples, rate, chunk_ms, options, **opts)
-        e, n = word_errors(clip["ref"], result.text)
-        oe, _ = word_errors(clip["ref"], " ".join(w.text for w in offline))
-        errors, ref_words, off_errors = errors + e, ref_words + n, off_errors + oe
+        streamed_pairs.append((clip["ref"], result.text))
+        offline_pairs.append((clip["ref"], " ".join(w.text for w in offline)))
         lag += recognition_lag(committed(result), reference_timeline(clip["file"], language, registry))
         updates += result.update_s
         compute += result.compute_s
@@ -121,15 +134,19 @@ def run_config(model: str, policy: str, language: str, clips: list[dict], chunk_
         if progress is not None:
             progress.put(1)
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    counts, off_counts = corpus_errors(streamed_pairs, language), corpus_errors(offline_pairs, language)
 
     def r(x: float | None, nd: int = 3) -> float | None:
         return None if x is None else round(x, nd)
 
+    def percent(x: float | None) -> float | None:
+        return None if x is None else 100.0 * x
+
     return {
         "name": f"{model}/{policy}", "model": model, "policy": policy, "settings": settings or {},
-        "clips": len(clips), "audio_s": round(audio_s, 2), "words": ref_words,
-        "wer": r(100.0 * errors / max(ref_words, 1), 2),
-        "offline_wer": r(100.0 * off_errors / max(ref_words, 1), 2),
+        "clips": len(clips), "audio_s": round(audio_s, 2), "words": counts.words,
+        "wer": r(percent(counts.wer), 2),
+        "offline_wer": r(percent(off_counts.wer), 2),
         "lag_p50_s": r(percentile(lag.lag_source, 50)), "lag_p90_s": r(percentile(lag.lag_source, 90)),
         "lag_ca_p50_s": r(percentile(lag.lag_wall, 50)), "lag_ca_p90_s": r(percentile(lag.lag_wall, 90)),
         "lag_reference_words": lag.reference_words,
@@ -152,7 +169,10 @@ def run_long(model: str, policy: str, language: str, clips: list[dict], chunk_ms
     from speech.backends import default_registry
     from speech.types import Word
 
-    from .evaluate import percentile, stream, word_errors
+    from speech.eval.quality import word_errors
+    from speech.stats import percentile
+
+    from .evaluate import stream
     from .reference import RecognitionLag, recognition_lag, reference_timeline
     from .stage import AsrOptions
     from .vad import VadConfig
@@ -196,10 +216,10 @@ def run_long(model: str, policy: str, language: str, clips: list[dict], chunk_ms
         per_min.append({"minute": m + 1, "lag_p50_s": percentile(lag_m, 50)})
     n = len(decode_times)
     per_fifth = [percentile(decode_times[i * n // 5 : (i + 1) * n // 5], 50) for i in range(5)]
-    e, words = word_errors(" ".join(refs), result.text)
+    counts = word_errors(" ".join(refs), result.text, language)
     if progress is not None:
         progress.put(1)
-    return {"name": f"{model}/{policy}", "audio_s": round(t, 1), "wer": round(100 * e / max(words, 1), 2),
+    return {"name": f"{model}/{policy}", "audio_s": round(t, 1), "wer": None if counts.wer is None else round(100 * counts.wer, 2),
             "update_p50_s_by_fifth": [None if x is None else round(x, 3) for x in per_fifth],
             "lag_p50_s_by_minute": [None if r["lag_p50_s"] is None else round(r["lag_p50_s"], 3) for r in per_min],
             "lag_unmatched_share": None if lag.unmatched_share is None else round(lag.unmatched_share, 4),

@@ -15,7 +15,7 @@ from typing import IO
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("input", metavar="INPUT", help="audio file (WAV, FLAC, Ogg Opus; any rate, mono or stereo)")
     parser.add_argument("--model", default="whisper-base",
-                        help="whisper-base (default), whisper-tiny.en or pocketsphinx")
+                        help="whisper-base (default), whisper-tiny.en, pocketsphinx, or a local CTranslate2 Whisper folder")
     parser.add_argument("--language", default="en", help="source language code, or 'auto' (default en)")
     parser.add_argument("--policy", default="default",
                         help="commit policy: local-agreement-2, stable, or default (best measured)")
@@ -24,6 +24,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--realtime", action="store_true", help="feed the file at real-time speed (wall clock)")
     parser.add_argument("--no-vad", action="store_true", help="do not gate the audio with the VAD")
     parser.add_argument("--log", metavar="EVENTS.jsonl", help="write the event log (JSON lines) here")
+    from speech.configuration import add_device_flag
+
+    add_device_flag(parser)
 
 
 class LivePrinter:
@@ -64,7 +67,9 @@ def run(args: argparse.Namespace) -> int:
     if args.chunk_ms <= 0 or args.chunk_ms > 5000:
         raise UserError(f"--chunk-ms {args.chunk_ms}: give a chunk size from 1 to 5000 ms")
     registry = default_registry()
-    registry.spec("recognizer", args.model)
+    from .stage import recognizer_name
+
+    registry.spec("recognizer", recognizer_name(args.model)[0])  # a registered name, or a local Whisper folder
     if args.policy != "default":
         registry.spec("asr-policy", args.policy.partition(":")[0])
     clock = make_clock(args.realtime)
@@ -74,7 +79,10 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
     config = PipelineConfig(source=args.language, asr_model=args.model, asr_policy=args.policy,
                             chunk_ms=args.chunk_ms, vad=not args.no_vad, stages=("asr",),
-                            extra={"asr_update_s": args.update_ms / 1000} if args.update_ms else {})
+                            asr_options={"device": args.device, "update_s": args.update_ms / 1000 or None})
+    from speech.devices import check_devices
+
+    check_devices(config, registry)
     log = EventLog(args.log)
     printer = LivePrinter(sys.stdout)
     transcript = Transcript()

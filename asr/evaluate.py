@@ -21,7 +21,7 @@ from speech.registry import Registry
 from speech.session import Session
 from speech.types import AudioChunk, TextUpdate, Word
 
-from .normalize import normalize, word_key
+from .normalize import word_key
 from .stage import AsrOptions, create_asr_stage
 
 SAMPLE_RATE = 16000
@@ -113,20 +113,3 @@ def lags(streamed: StreamResult, reference: list[Word]) -> tuple[list[float], li
     """Per matched word: commit time minus the offline word's end (source clock, wall clock)."""
     m = matched_lags(streamed, reference)
     return [x[1] for x in m], [x[2] for x in m]
-
-
-def word_errors(reference: str, hypothesis: str) -> tuple[int, int]:
-    """(edit operations, reference words) after normalisation (jiwer)."""
-    import jiwer
-
-    ref, hyp = normalize(reference), normalize(hypothesis)
-    if not ref:
-        return len(hyp.split()), 0
-    if not hyp:
-        return len(ref.split()), len(ref.split())
-    out = jiwer.process_words(ref, hyp)
-    return out.substitutions + out.deletions + out.insertions, len(ref.split())
-
-
-def percentile(values: list[float], q: float) -> float | None:
-    return float(np.percentile(values, q)) if values else None

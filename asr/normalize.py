@@ -1,12 +1,16 @@
-"""Text normalisation for word error rate: the same rules on the reference and the hypothesis.
+"""The one text normaliser for word error rate: the same rules on the reference and the hypothesis.
 
-Lower case, no punctuation, common abbreviations expanded, and numbers spelled out in English
-words on both sides (Whisper writes "25", references often write "twenty five").
+Lower case, no punctuation, and numbers spelled out in words of the text's language on both sides
+(Whisper writes "25", references often write "twenty five" or "veinticinco"). English also expands
+common abbreviations, reads four-digit years in pairs and spells ordinals, decimals and "%";
+Spanish, Portuguese, German and French spell integers with `tts.numbers`. Other languages are
+lower-cased and stripped of punctuation only.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 
 _ONES = (
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
@@ -65,19 +69,27 @@ def _spell_token(match: re.Match[str]) -> str:
     return " " + spell_number(n) + " "
 
 
-def normalize(text: str) -> str:
+def normalize(text: str, language: str = "en") -> str:
     """Lower-case words separated by single spaces, comparable across transcription styles."""
-    t = text.lower()
+    t = unicodedata.normalize("NFKC", text).lower()
+    if language.lower().split("-")[0] != "en":
+        from speech.tts.numbers import spell_numbers
+
+        return _strip_punctuation(spell_numbers(t, language))
     for sym, word in _SYMBOLS.items():
         t = t.replace(sym, word)
     t = re.sub(r"(?<=\d),(?=\d{3}\b)", "", t)  # 1,000 -> 1000
     t = re.sub(r"(\d+)\.(\d+)", lambda m: f"{m.group(1)} point {' '.join(m.group(2))}", t)
     t = re.sub(r"(\d+)(st|nd|rd|th)?\b", _spell_token, t)
-    t = re.sub(r"[’`]", "'", t)
-    t = re.sub(r"[^\w\s']", " ", t)  # punctuation and hyphens become spaces
-    t = re.sub(r"(?<!\w)'|'(?!\w)", " ", t)  # quotes, but keep "don't"
-    words = [_ABBREVIATIONS.get(w, w) for w in t.split()]
+    words = [_ABBREVIATIONS.get(w, w) for w in _strip_punctuation(t).split()]
     return " ".join(" ".join(words).split())
+
+
+def _strip_punctuation(t: str) -> str:
+    t = re.sub(r"[’`]", "'", t)
+    t = re.sub(r"[^\w\s']|_", " ", t)  # punctuation and hyphens become spaces
+    t = re.sub(r"(?<!\w)'|'(?!\w)", " ", t)  # quotes, but keep "don't" and "l'homme"
+    return " ".join(t.split())
 
 
 def word_key(text: str) -> str:

@@ -211,10 +211,12 @@ def create_policy(registry: Registry, model: str, policy: str) -> Any:
 
 
 def create_asr_stage(registry: Registry, model: str, policy: str, language: str, clock: Clock,
-                     log: EventLog, options: AsrOptions | None = None, **model_options: Any) -> AsrStage:
-    """An ASR stage from registry names; `policy="default"` picks the best measured policy."""
+                     log: EventLog, options: AsrOptions | None = None,
+                     recognizer_options: dict[str, Any] | None = None, **model_options: Any) -> AsrStage:
+    """An ASR stage from registry names; `policy="default"` picks the best measured policy.
+    `recognizer_options` (or keywords) override the recogniser's config ("model" among them)."""
     options = options or AsrOptions()
-    rec_config = registry.config("recognizer", model, **model_options)
+    rec_config = registry.config("recognizer", model, **{**(recognizer_options or {}), **model_options})
     if language and language != "auto" and hasattr(rec_config, "language"):
         if rec_config.language and rec_config.language != language:
             only = "English" if rec_config.language == "en" else rec_config.language
@@ -235,10 +237,30 @@ def create_asr_stage(registry: Registry, model: str, policy: str, language: str,
 
 def build_stage(registry: Registry, config: Any, clock: Clock, log: EventLog) -> AsrStage:
     """The pipeline's entry point (speech.pipeline): uses asr_model, asr_policy, source, vad."""
-    options = AsrOptions(update_s=config.extra.get("asr_update_s"),
-                         vad=VadConfig() if config.vad else None)
+    typed = config.asr_options  # speech.options.AsrOptions
+    options = AsrOptions(update_s=typed.update_s, vad=VadConfig() if config.vad else None)
     # The adaptive step decides on measured compute time; on the simulated clock that would make
     # the computation-unaware figures depend on the machine's load, so it is live-only by default.
-    if not config.extra.get("asr_adaptive", clock.realtime):
+    if not (clock.realtime if typed.adaptive is None else typed.adaptive):
         options.max_behind_s = float("inf")
-    return create_asr_stage(registry, config.asr_model, config.asr_policy, config.source, clock, log, options)
+    model, local = recognizer_name(config.asr_model)
+    return create_asr_stage(registry, model, config.asr_policy, config.source, clock, log, options,
+                            recognizer_options={**local, **recognizer_options(registry, model, typed)})
+
+
+def recognizer_options(registry: Registry, model: str, typed: Any) -> dict[str, Any]:
+    """The recogniser's config overrides from AsrOptions: its `engine` options, and `device` for
+    the recognisers that have one (the others run on the CPU whatever is asked)."""
+    options = dict(typed.engine)
+    if typed.device != "cpu" and "device" not in options:
+        if "device" in registry.option_names("recognizer", model):
+            options["device"] = typed.device
+    return options
+
+
+def recognizer_name(asr_model: str) -> tuple[str, dict[str, Any]]:
+    """(registered recogniser, config overrides) for an `asr_model`: a registered name as it is; a
+    path (a local CTranslate2 Whisper folder) as "whisper-base" with `model=PATH`."""
+    if "/" in asr_model or asr_model.startswith(("~", ".")):
+        return "whisper-base", {"model": asr_model}
+    return asr_model, {}

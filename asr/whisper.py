@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,8 @@ SAMPLE_RATE = 16000
 class WhisperConfig:
     model: str = "base"  # embedded name, local CTranslate2 folder, or hub id (allow_download)
     language: str | None = None  # None: detect (multilingual models)
-    cpu_threads: int = 2
+    cpu_threads: int | None = None  # None: the registry's thread budget (speech.budget)
+    workers: int | None = None  # decodes that run in parallel on the shared model; None: the budget
     compute_type: str = "int8"
     beam_size: int = 1
     chunk_length: int = 30  # longest buffer one decode takes, in seconds
@@ -38,19 +40,32 @@ class WhisperConfig:
     prompt_words: int = 40
     max_new_tokens: int = 96
     allow_download: bool = False
+    # Batching across sessions (asr/batching.py), off by default: the most decodes of concurrent
+    # streams in one call (0: off), and how long a decode waits for the others (seconds).
+    batch_sessions: int = 0
+    batch_window_s: float = 0.05
+    device: str = "cpu"  # "cpu", "cuda" or "auto" (speech.devices)
 
 
 def load_model(registry: Any, config: WhisperConfig) -> Any:
     from speech.models import whisper as whisper_models
 
-    key = ("whisper", config.model, config.cpu_threads, config.compute_type, config.encoder_pad_s)
-    windowed: dict[str, Any] = {}
+    from speech.devices import recognizer_device
+
+    device = recognizer_device(config.device)
+    threads = registry.threads("whisper", config.cpu_threads)
+    workers = registry.threads("whisper_workers", config.workers)
+    if config.batch_sessions:  # one batch runs at a time: one worker with every core of the budget
+        threads = config.cpu_threads or registry.budget.cores
+        workers = config.workers or 1
+    key = ("whisper", config.model, threads, workers, config.compute_type, config.encoder_pad_s, device)
+    windowed: dict[str, Any] = {"num_workers": workers}
     if config.encoder_pad_s is not None:
         from .window import WindowedWhisperModel
 
-        windowed = {"model_class": WindowedWhisperModel, "pad_s": config.encoder_pad_s}
+        windowed |= {"model_class": WindowedWhisperModel, "pad_s": config.encoder_pad_s}
     return registry.shared(key, lambda: whisper_models.load(
-        config.model, config.cpu_threads, config.compute_type, config.allow_download, **windowed))
+        config.model, threads, config.compute_type, config.allow_download, device=device, **windowed))
 
 
 def transcribe_words(model: Any, audio: np.ndarray, config: WhisperConfig, prompt: str = "", offset: float = 0.0) -> tuple[list[Word], str]:
@@ -97,9 +112,12 @@ class WhisperRecognizer:
 
     sample_rate = SAMPLE_RATE
 
-    def __init__(self, model: Any, config: WhisperConfig) -> None:
+    def __init__(self, model: Any, config: WhisperConfig, batcher: Any = None) -> None:
         self.model = model
         self.config = config
+        self.batcher = batcher  # a DecodeBatcher shared with other streams (asr/batching.py), or None
+        if batcher is not None:
+            batcher.register(self)
         self.language = config.language or ""
         self.reset()
 
@@ -148,7 +166,8 @@ class WhisperRecognizer:
             return list(self._hypothesis)
         if len(self._audio) < SAMPLE_RATE // 10:
             return []
-        words, language = transcribe_words(self.model, self._audio, self.config, self.prompt(), self._start)
+        decode = self.batcher.transcribe if self.batcher is not None else partial(transcribe_words, self.model)
+        words, language = decode(self._audio, self.config, self.prompt(), self._start)
         self.decodes += 1
         self.language = language
         self._decoded_end = self.buffer_end
@@ -208,4 +227,11 @@ class WhisperRecognizer:
 
 
 def make_whisper(config: WhisperConfig, registry: Any) -> WhisperRecognizer:
-    return WhisperRecognizer(load_model(registry, config), config)
+    model = load_model(registry, config)
+    batcher = None
+    if config.batch_sessions:
+        from .batching import DecodeBatcher
+
+        batcher = registry.shared(("whisper-batcher", id(model), config.batch_sessions, config.batch_window_s),
+                                  lambda: DecodeBatcher(model, config.batch_sessions, config.batch_window_s))
+    return WhisperRecognizer(model, config, batcher)

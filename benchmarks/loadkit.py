@@ -23,7 +23,7 @@ sys.path.insert(0, str(REPO))
 LIBRIVOX = (REPO / ".." / "shared" / "data" / "speech" / "librivox").resolve()
 
 from speech.server.client import StreamResult, stream_file  # noqa: E402
-from speech.server.metrics import percentile  # noqa: E402
+from speech.stats import percentile  # noqa: E402
 
 
 def clips(limit: int) -> list[Path]:

@@ -21,7 +21,7 @@ from loadkit import Lags, ServerProcess, clips, now
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from speech.progress import Progress  # noqa: E402
 from speech.server.client import stream_file  # noqa: E402
-from speech.server.metrics import percentile  # noqa: E402
+from speech.stats import percentile  # noqa: E402
 
 
 def main() -> int:

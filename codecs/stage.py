@@ -45,8 +45,9 @@ class CodecStage:
 
 
 def codec_config(config) -> CodecConfig:
-    return CodecConfig(sample_rate=config.codec_rate, bitrate=config.codec_bitrate,
-                       **config.extra.get("codec_options", {}))
+    options = config.codec_options  # speech.options.CodecOptions
+    return CodecConfig(sample_rate=config.codec_rate, bitrate=config.codec_bitrate, frame_ms=options.frame_ms,
+                       application=options.application, complexity=options.complexity)
 
 
 def build_stage(registry, config, clock, log: EventLog) -> CodecStage:

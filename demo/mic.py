@@ -37,6 +37,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--voice", default="default", help="synthesis voice (default: the target language's)")
     parser.add_argument("--log", type=Path, help="write the session's event log (JSON lines) here")
     parser.add_argument("--pipeline", help=argparse.SUPPRESS)  # module:function, a custom factory (tests)
+    from ..configuration import add_config_flag, add_device_flag
+
+    add_config_flag(parser)
+    from speech.tts.pace import add_pace_arguments
+
+    add_pace_arguments(parser)
+    add_device_flag(parser)
 
 
 class LiveText:
@@ -184,14 +191,19 @@ async def _main(args: argparse.Namespace) -> int:
     from ..audio import FileSource, write_wav
     from ..backends import default_registry
     from ..clock import WallClock
-    from ..pipeline import PipelineConfig
     from ..events import EventLog
     from ..server.pipelines import RealPipeline, load_factory
     from ..server.protocol import Hello
     from ..types import AudioChunk, EncodedPacket
 
     registry = default_registry()
-    base = PipelineConfig(asr_model=args.asr_model, mt_backend=args.mt_backend, voice=args.voice)
+    from ..configuration import resolve
+
+    base = resolve("mic", args).config  # defaults < --config FILE < flags
+    args.source, args.target = base.source, base.target
+    from ..devices import check_devices
+
+    check_devices(base, registry)
     factory = load_factory(args.pipeline, registry, base) if args.pipeline else RealPipeline(registry, base)
     display = LiveText()
     clock = WallClock()

@@ -87,22 +87,22 @@ def resolve(ref: str, allow_download: bool = False) -> WhisperSource:
     if allow_download:
         return WhisperSource(ref, False)
     raise ModelNotFound(
-        f"Whisper model {ref!r}: not an embedded model ({', '.join(EMBEDDED)}) nor a local folder; "
-        "pass allow_download=True to fetch it from the hub"
+        f"Whisper model {ref!r}: not an embedded model ({', '.join(EMBEDDED)}) nor a local CTranslate2 Whisper "
+        "folder; give a folder's path, or allow a hub id explicitly (allow_download = true in [asr_options.engine])"
     )
 
 
 def load(ref: str, cpu_threads: int = 2, compute_type: str = "int8", allow_download: bool = False,
-         model_class: Any = None, **class_options: Any) -> Any:
-    """A faster_whisper.WhisperModel (or `model_class`, a subclass) on the CPU; imports
-    faster_whisper here, not at import time."""
+         model_class: Any = None, device: str = "cpu", **class_options: Any) -> Any:
+    """A faster_whisper.WhisperModel (or `model_class`, a subclass) on `device` ("cpu" or "cuda",
+    resolved by speech.devices); imports faster_whisper here, not at import time."""
     if model_class is None:
         from faster_whisper import WhisperModel as model_class
 
     src = resolve(ref, allow_download)
     return model_class(
         src.path_or_id,
-        device="cpu",
+        device=device,
         compute_type=compute_type,
         cpu_threads=cpu_threads,
         local_files_only=not allow_download,

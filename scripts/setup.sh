@@ -11,12 +11,17 @@ want_test=0
 need_apt=()
 dpkg -s libopus0 >/dev/null 2>&1 || need_apt+=(libopus0)
 dpkg -s libportaudio2 >/dev/null 2>&1 || need_apt+=(libportaudio2)
-# Apertium: the default translator for en->es and between Spanish and Portuguese/French (GPL).
-for pkg in apertium apertium-eng-spa apertium-es-pt apertium-fr-es; do
+# Apertium (GPL rules, no weights): the edges of the translation graph around Spanish, Portuguese,
+# French, Catalan, Italian, Galician and Romanian (translate/graph.py chooses the paths).
+for pkg in apertium apertium-eng-spa apertium-es-pt apertium-fr-es apertium-spa-cat apertium-spa-ita \
+    apertium-es-gl apertium-eng-cat apertium-en-gl apertium-por-cat apertium-pt-gl apertium-es-ro \
+    apertium-cat-ita apertium-fra-cat; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ "$want_test" = 1 ]; then
   command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+  # HAProxy: the scale-out test runs two replicas behind deploy/haproxy.cfg.
+  dpkg -s haproxy >/dev/null 2>&1 || need_apt+=(haproxy)
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${need_apt[*]}" >&2
@@ -33,7 +38,8 @@ stamp=".venv/.installed-$( (cat pyproject.toml scripts/setup.sh; echo $want_test
 if [ ! -f "$stamp" ]; then
   echo "setup: installing the project and its embedded models into .venv (3 to 5 minutes on a new machine)" >&2
   extras="all"
-  [ "$want_test" = 1 ] && extras="all,neural,test"
+  # ray: the Ray Serve engine's test (about a minute more to install, ~490 MB).
+  [ "$want_test" = 1 ] && extras="all,neural,test,ray"
   log=$(mktemp)
   pipq() {  # pip install, quiet; fails the set-up when pip fails
     local rc=0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 
+from .budget import ThreadBudget
 from .registry import Registry
 
 BACKEND_MODULES = (
@@ -14,9 +15,10 @@ BACKEND_MODULES = (
 )
 
 
-def default_registry() -> Registry:
-    """A new registry with every backend this build knows; call once per process and pass it on."""
-    registry = Registry()
+def default_registry(budget: ThreadBudget | None = None) -> Registry:
+    """A new registry with every backend this build knows; call once per process and pass it on.
+    `budget`: the process's thread budget (default: this machine's cores, one session)."""
+    registry = Registry(budget=budget) if budget is not None else Registry()
     for module in BACKEND_MODULES:
         try:
             mod = importlib.import_module(module)

@@ -9,6 +9,7 @@ BENCHES: dict[str, tuple[str, str]] = {
     "asr": ("speech.asr.bench", "streaming recognition: WER, commit lag, RTF, memory"),
     "mt": ("speech.translate.bench", "simultaneous translation on FLORES: chrF, BLEU, AL, LAAL, erasure"),
     "s2st": ("speech.tts.bench", "end to end: time to first audio, TTS RTF, offsets, round-trip WER"),
+    "report": ("speech.benchreport", "the headline figures: run the benchmarks, write docs/benchmarks.md"),
 }
 
 

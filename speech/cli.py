@@ -23,6 +23,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "stream": ("speech.server.client_cli", "stream a file to a running server and print events"),
     "mic": ("speech.demo.mic", "live microphone demo in the terminal"),
     "bench": ("speech.bench", "benchmarks: asr, mt, s2st"),
+    "config": ("speech.config_cmd", "show the effective configuration of a command (defaults, file, flags)"),
+    "doctor": ("speech.doctor", "check what is installed and usable, and how to install what is missing"),
 }
 
 
@@ -68,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"speech {args.command}: not available in this build ({args._missing})", file=sys.stderr)
         return 2
     module = importlib.import_module(args._module)
+    args._given = _given(parser, args.command, sys.argv[1:] if argv is None else argv)
     try:
         return int(module.run(args) or 0)
     except KeyboardInterrupt:
@@ -78,6 +81,15 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"speech {args.command}: error: {e}", file=sys.stderr)
         return 2
+
+
+def _given(parser: argparse.ArgumentParser, command: str, argv: list[str]) -> set[str]:
+    """The flags given explicitly to COMMAND (they win over a --config file; defaults do not)."""
+    from .configuration import given_dests
+
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
+    rest = argv[argv.index(command) + 1:] if command in argv else []
+    return given_dests(sub, rest)
 
 
 if __name__ == "__main__":

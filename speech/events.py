@@ -23,8 +23,16 @@ from typing import IO, Any, Callable, Iterator
 from .types import AudioChunk, TextUpdate
 
 
+class EventLogError(OSError):
+    """The event log's file could not be written (a full disk, an I/O error)."""
+
+
 class EventLog:
-    """Appends JSON lines to a file (or only keeps them in memory when `path` is None)."""
+    """Appends JSON lines to a file (or only keeps them in memory when `path` is None).
+
+    A write that fails raises `EventLogError` once (it ends the session that wrote it) and the
+    file is dropped; the record still reaches memory and `on_record` (the client), and so do the
+    records after it, so a full disk loses no committed word that can still be delivered."""
 
     def __init__(self, path: str | Path | None = None, keep: bool = True,
                  on_record: Callable[[dict], None] | None = None) -> None:
@@ -43,12 +51,26 @@ class EventLog:
         with self._lock:
             if self._keep:
                 self.records.append(rec)
+            failed: OSError | None = None
             if self._fh is not None:
-                self._fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
-                self._fh.flush()
+                try:
+                    self._fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+                    self._fh.flush()
+                except OSError as e:
+                    failed = e
+                    self._drop_file()
             if self.on_record is not None:
                 self.on_record(rec)
+        if failed is not None:
+            raise EventLogError(f"cannot write the event log {self.path}: {failed}") from failed
         return rec
+
+    def _drop_file(self) -> None:
+        fh, self._fh = self._fh, None
+        try:
+            fh.close()  # type: ignore[union-attr]
+        except OSError:
+            pass  # the unwritten buffer is lost with the file; the records are in memory
 
     def meta(self, **config: Any) -> dict:
         return self.write("meta", **config)

@@ -13,6 +13,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .budget import ThreadBudget
+from .errors import OptionError
+
 
 class UnknownBackend(LookupError):
     pass
@@ -31,6 +34,8 @@ class BackendSpec:
 @dataclass
 class Registry:
     specs: dict[tuple[str, str], BackendSpec] = field(default_factory=dict)
+    # How many threads each engine may use (speech.budget); the owner of the process sets it.
+    budget: ThreadBudget = field(default_factory=ThreadBudget.for_machine)
     _cache: dict[Any, Any] = field(default_factory=dict)
     _lock: threading.RLock = field(default_factory=threading.RLock)
 
@@ -60,14 +65,23 @@ class Registry:
         spec = self.spec(kind, name)
         if spec.config_type is None:
             if overrides:
-                raise TypeError(f"{kind} {name!r} takes no options (got {sorted(overrides)})")
+                raise OptionError(f"{kind} {name}", "takes no options",
+                                  message=f"{kind} {name!r} takes no options (got {sorted(overrides)})")
             return None
         cls = _resolve(spec.config_type)
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = set(overrides) - known
         if unknown:
-            raise TypeError(f"{kind} {name!r} has no option(s) {sorted(unknown)}; options: {sorted(known)}")
+            raise OptionError(f"{kind} {name}", f"options: {sorted(known)}",
+                              message=f"{kind} {name!r} has no option(s) {sorted(unknown)}; options: {sorted(known)}")
         return cls(**overrides)
+
+    def option_names(self, kind: str, name: str) -> set[str]:
+        """The fields of a backend's config dataclass (empty when it takes no options)."""
+        spec = self.spec(kind, name)
+        if spec.config_type is None:
+            return set()
+        return {f.name for f in dataclasses.fields(_resolve(spec.config_type))}
 
     def create(self, kind: str, name: str, config: Any = None, **overrides: Any) -> Any:
         spec = self.spec(kind, name)
@@ -81,6 +95,10 @@ class Registry:
                 f"{kind} {name!r} needs the Python package {e.name!r}; install the project's extras "
                 f"(see README: .venv/bin/pip install -e '.[all]')"
             ) from e
+
+    def threads(self, engine: str, given: int | None = None) -> int:
+        """An engine's thread count: `given` when its config set one, else the budget's."""
+        return self.budget.resolve(engine, given)
 
     def shared(self, key: Any, load: Callable[[], Any]) -> Any:
         """A loaded model, created once per registry and shared read-only."""

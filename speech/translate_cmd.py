@@ -23,8 +23,11 @@ from .stage import StageError
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("input", help="audio file (WAV, FLAC, Ogg Opus)")
     parser.add_argument("--source", default="en", help="language spoken in INPUT (default: en)")
-    parser.add_argument("--target", default="es", help="language to speak (default: es)")
-    parser.add_argument("--output", "-o", help="translated speech, WAV (default: INPUT's name + .<target>.wav here)")
+    parser.add_argument("--target", default="es",
+                        help="language to speak (default: es); several, comma-separated (es,pt,fr), share one "
+                             "recogniser and write one WAV each")
+    parser.add_argument("--output", "-o", help="translated speech, WAV (default: INPUT's name + .<target>.wav here; "
+                                               "with several targets, OUTPUT's name + .<target>.wav)")
     parser.add_argument("--log", help="write the event log (JSON lines) here")
     parser.add_argument("--realtime", action="store_true", help="feed the input in real time on the wall clock")
     parser.add_argument("--play", action="store_true", help="play the translated speech through the speakers")
@@ -36,12 +39,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--codec", default="pcm16", choices=("pcm16", "opus"), help="codec between TTS and the listener")
     parser.add_argument("--codec-rate", type=int, default=24000, help="codec sample rate in Hz (Opus: 8/12/16/24/48 kHz)")
     parser.add_argument("--bitrate", type=int, default=24000, help="Opus bitrate in bit/s (default 24000)")
-    parser.add_argument("--asr-model", default="whisper-base", help="recogniser (default whisper-base)")
-    parser.add_argument("--mt-backend", default="default", help="translator (default: the best measured for the pair)")
+    parser.add_argument("--asr-model", default="whisper-base",
+                        help="recogniser: whisper-base (default), whisper-tiny.en, pocketsphinx, or the path of a local "
+                             "CTranslate2 Whisper folder (docs/models.md)")
+    parser.add_argument("--mt-backend", default="default",
+                        help="translator (apertium, bergamot, gemma-270m, the path of a local .gguf model: docs/models.md) "
+                             "or path of translators, e.g. bergamot:en-pt,apertium:pt-es "
+                             "(default: the best measured installed path for the pair)")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress line and no summary")
     from speech.tts.pace import add_pace_arguments
 
     add_pace_arguments(parser)
+    from .configuration import add_config_flag, add_device_flag
+
+    add_config_flag(parser)
+    add_device_flag(parser)
 
 
 @dataclass
@@ -67,6 +79,22 @@ async def translate_file(
     progress: bool = False,
 ) -> TranslationResult:
     """Run the whole pipeline on one file; returns the listener-timeline audio and the event log."""
+    results = await translate_file_targets(path, config.for_target(config.all_targets[0]), registry, realtime,
+                                           compact, log_path, play, progress)
+    return next(iter(results.values()))
+
+
+async def translate_file_targets(
+    path: str,
+    config,
+    registry,
+    realtime: bool = False,
+    compact: bool = False,
+    log_path: str | None = None,
+    play: bool = False,
+    progress: bool = False,
+) -> dict[str, TranslationResult]:
+    """One recogniser, one translate -> TTS branch per target of `config`: a result per target."""
     from .audio import FileSource
     from .clock import make_clock
     from .events import EventLog
@@ -75,15 +103,20 @@ async def translate_file(
     from speech.codecs.stage import codec_config
     from speech.tts.sink import SpeechSink
 
+    targets = config.all_targets
+    if play and len(targets) > 1:
+        raise ValueError("--play takes one target")
     clock = make_clock(realtime)
-    live = LiveText(sys.stdout, sys.stderr.isatty() and progress) if progress else None
+    live = LiveText(sys.stdout, sys.stderr.isatty() and progress, multi=len(targets) > 1) if progress else None
     log = EventLog(log_path, on_record=live)
     source = FileSource(path, sample_rate=16000, chunk_ms=config.chunk_ms, clock=clock)
-    decoder = None
-    if "codec" in config.stages:
-        decoder = registry.create("codec", config.codec, codec_config(config)).decoder
-    sink = SpeechSink(decoder=decoder, compact=compact, play=play and realtime,
-                      sample_rate=decoder.sample_rate if decoder is not None else None)
+    sinks = {}
+    for target in targets:
+        decoder = None
+        if "codec" in config.stages:
+            decoder = registry.create("codec", config.codec, codec_config(config)).decoder
+        sinks[target] = SpeechSink(decoder=decoder, compact=compact, play=play and realtime,
+                                   sample_rate=decoder.sample_rate if decoder is not None else None)
     # The live text is the progress on a pipe; the bar is drawn only on a terminal.
     bar = Progress(int(source.duration * 1000 / config.chunk_ms), label="translating",
                    enabled=sys.stderr.isatty() and progress)
@@ -96,12 +129,13 @@ async def translate_file(
             await outbox.put(chunk)
             fed[0] += 1
             if bar.tty and fed[0] % step == 0:
-                bar.update(step, status=f"{sink.chunks} chunks spoken")
+                spoken = sum(sink.chunks for sink in sinks.values())
+                bar.update(step, status=f"{spoken} chunks spoken")
 
         await source(_Forward(counted))
 
     try:
-        session = build_session(registry, config, source=feed, sink=sink, clock=clock, log=log)
+        session = build_session(registry, config, source=feed, sink=sinks, clock=clock, log=log)
         t0 = time.perf_counter()
         if realtime:
             clock.restart()
@@ -110,20 +144,27 @@ async def translate_file(
         if bar.tty:
             bar.close()
         log.write("end", source_duration=round(source.duration, 4), wall_time=round(clock.now() if realtime else wall, 4))
-        sink.finish()
+        for sink in sinks.values():
+            sink.finish()
     finally:
         log.close()
-    spoken = [r["text"] for r in log.records if r.get("kind") == "audio" and r.get("stage") == "tts"]
-    return TranslationResult(sink.render(), sink.sample_rate or 24000, sink.chunks, " ".join(spoken),
-                             source.duration, wall, log.records, sink.boundaries())
+    results = {}
+    for target, sink in sinks.items():
+        # the shared records (recognition, end) and this target's
+        records = [r for r in log.records if r.get("target", target) == target]
+        spoken = [r["text"] for r in records if r.get("kind") == "audio" and r.get("stage") == "tts"]
+        results[target] = TranslationResult(sink.render(), sink.sample_rate or 24000, sink.chunks, " ".join(spoken),
+                                            source.duration, wall, records, sink.boundaries())
+    return results
 
 
 class LiveText:
     """Prints what each stage commits as it is committed: `[en] ...` recognised, `[es] ...`
     translated, `[spoken ...]` each synthesised chunk. Called from the EventLog (any thread)."""
 
-    def __init__(self, out, tty: bool) -> None:
+    def __init__(self, out, tty: bool, multi: bool = False) -> None:
         self.out = out
+        self.multi = multi  # several targets: each spoken chunk names its target
         self.prefix = "\r\x1b[K" if tty else ""  # clear the progress bar's line first
 
     def __call__(self, rec: dict) -> None:
@@ -133,7 +174,8 @@ class LiveText:
             words = " ".join(w["text"] for w in rec["committed"])
             line = f"[{lang} {rec.get('source_time', 0):6.2f}s] {words}"
         elif kind == "audio" and stage == "tts":
-            line = f"[spoken {rec.get('wall_time', 0):6.2f}s] {rec.get('text', '')}"
+            target = f" {rec['target']}" if self.multi and rec.get("target") else ""
+            line = f"[spoken{target} {rec.get('wall_time', 0):6.2f}s] {rec.get('text', '')}"
         else:
             return
         self.out.write(self.prefix + line + "\n")
@@ -148,43 +190,61 @@ class _Forward:
 
 
 def pipeline_config(args: argparse.Namespace):
-    from .pipeline import PipelineConfig
+    """The PipelineConfig of these arguments: defaults < --config FILE < the flags given."""
+    from .configuration import resolve
+    from .pipeline import parse_targets
 
-    return PipelineConfig(
-        source=args.source, target=args.target, asr_model=args.asr_model, mt_backend=args.mt_backend,
-        voice=args.voice, codec=args.codec, codec_rate=args.codec_rate, codec_bitrate=args.bitrate,
-        stages=("asr", "mt", "tts", "codec"), extra={"tts_pace": pace_options(args)},
-    )
+    config = resolve("translate", args, fixed={"stages": ("asr", "mt", "tts", "codec")}).config
+    try:
+        targets = config.targets or parse_targets(config.target)  # --target es,pt: one branch each
+    except ValueError as e:
+        raise UserError(f"--target: {e}") from None
+    return config.replace(target=targets[0], targets=targets if len(targets) > 1 else ())
 
 
-def pace_options(args: argparse.Namespace) -> dict:
-    from speech.tts.pace import pace_options as options
-
-    return options(args)
+def output_paths(args: argparse.Namespace, targets: tuple[str, ...]) -> dict[str, Path]:
+    """One WAV per target: `--output` as given for one target, `NAME.<target>.wav` for several."""
+    if args.output and len(targets) == 1:
+        return {targets[0]: Path(args.output)}
+    if args.output:
+        out = Path(args.output)
+        return {t: out.with_name(f"{out.stem}.{t}{out.suffix or '.wav'}") for t in targets}
+    return {t: Path(f"{Path(args.input).stem}.{t}.wav") for t in targets}
 
 
 def run(args: argparse.Namespace) -> int:
-    from .audio import read_audio, write_wav
+    from .audio import probe_audio, write_wav
     from .backends import default_registry
 
-    if args.source == args.target:
-        raise UserError(f"--source and --target are both {args.source!r}; give two different languages")
-    read_audio(args.input)  # a clear error on a missing or unreadable input before any model loads
-    output = Path(args.output) if args.output else Path(f"{Path(args.input).stem}.{args.target}.wav")
-    registry = default_registry()
     config = pipeline_config(args)
+    targets = config.all_targets
+    if config.source in targets:
+        raise UserError(f"--source and --target are both {config.source!r}; give two different languages")
+    if args.play and len(targets) > 1:
+        raise UserError("--play takes one target; drop --play or give one --target")
+    probe_audio(args.input)  # a clear error on a missing or unreadable input before any model loads
+    outputs = output_paths(args, targets)
+    registry = default_registry()
+    from .devices import check_devices
+
+    check_devices(config, registry)  # one line for --device cuda where there is none
     # Unknown voices, languages and codec rates fail here, before the recogniser and translator load.
     from speech.codecs.stage import codec_config
     from speech.tts.backends import create_synthesizer
 
-    create_synthesizer(registry, args.target, args.voice)
+    for target in targets:
+        create_synthesizer(registry, target, config.voice, **config.tts_options.engine)
+        if "mt" in config.stages:
+            from speech.translate.graph import resolve
+
+            resolve(registry, config.source, target, config.mt_backend)  # a path is checked before anything loads
     registry.create("codec", config.codec, codec_config(config))
     if args.play:
         from speech.tts.sink import check_output_device
 
         check_output_device()
     try:
-        result = asyncio.run(translate_file(
+        results = asyncio.run(translate_file_targets(
             args.input, config, registry, realtime=args.realtime, compact=args.compact, log_path=args.log,
             play=args.play, progress=not args.quiet,
         ))
@@ -192,20 +252,26 @@ def run(args: argparse.Namespace) -> int:
         if isinstance(e.error, (UserError, ValueError, LookupError)):
             raise UserError(str(e)) from None  # a bad option met inside a stage: one line, no traceback
         raise
-    write_wav(output, result.samples, result.sample_rate)
+    for target, result in results.items():
+        write_wav(outputs[target], result.samples, result.sample_rate)
     if args.play and not args.realtime:
+        result = results[targets[0]]
         _play(result.samples, result.sample_rate)
     if not args.quiet:
         from .eval.listener import listener_latency
 
-        print(f"wrote {output} ({len(result.samples) / result.sample_rate:.1f} s, {result.chunks} chunks) "
-              f"from {result.source_duration:.1f} s of {args.source} speech in {result.wall_s:.1f} s")
-        heard = listener_latency(result.records, result.source_duration)
-        if heard:
-            lags = f"; listener lag p50 {heard['lag_p50']:.1f} s, p90 {heard['lag_p90']:.1f} s" if "lag_p50" in heard else ""
-            print(f"the listener hears the first word {heard['StartOffset']:.2f} s after the speaker began and the "
-                  f"last {heard['EndOffset']:.2f} s after the speaker stopped{lags}")
-        print(f"spoken: {result.text}", file=sys.stdout)
+        for target, result in results.items():
+            output = outputs[target]
+            print(f"wrote {output} ({len(result.samples) / result.sample_rate:.1f} s, {result.chunks} chunks) "
+                  f"from {result.source_duration:.1f} s of {config.source} speech in {result.wall_s:.1f} s")
+            records = [r for r in result.records if r.get("target", target) == target]
+            heard = listener_latency(records, result.source_duration)
+            if heard:
+                lags = f"; listener lag p50 {heard['lag_p50']:.1f} s, p90 {heard['lag_p90']:.1f} s" if "lag_p50" in heard else ""
+                print(f"the listener hears the first word {heard['StartOffset']:.2f} s after the speaker began and the "
+                      f"last {heard['EndOffset']:.2f} s after the speaker stopped{lags}")
+            label = "spoken" if len(targets) == 1 else f"spoken ({target})"
+            print(f"{label}: {result.text}", file=sys.stdout)
     return 0
 
 

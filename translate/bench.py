@@ -14,30 +14,48 @@ import statistics
 import sys
 from pathlib import Path
 
+from speech.data import data_path
 from speech.errors import UserError
 from speech.progress import Progress
 from speech.settings import parse_settings
 
+from .graph import PATHS_FILE
 from .languages import FLORES_CODES, check_pair, parse_pair
-from .metrics import average_lagging, erasure, laal, looks_copied
+from speech.eval.erasure import erased_words
+from speech.eval.latency import average_lagging, length_adaptive_average_lagging
+from speech.stats import percentile
+
+from .metrics import looks_copied
 from .simulate import translate_stream
 
 DEFAULT_PAIRS = "en-es,en-pt,pt-en,en-de,en-fr"
-FLORES = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "text" / "flores101"
+FLORES = data_path("text", "flores101")  # $SPEECH_DATA, else ../shared/data beside the checkout
 EXAMPLE_LINES = range(899, 1011)  # 0-based: lines 900-1011
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--pairs", default=DEFAULT_PAIRS, help=f"comma-separated pairs (default {DEFAULT_PAIRS})")
+    from .pathbench import PATH_PAIRS
+
+    parser.add_argument("--pairs", help=f"comma-separated pairs (default {DEFAULT_PAIRS}; with --paths {PATH_PAIRS})")
     parser.add_argument("--backends", default="default",
-                        help="comma-separated translators to compare, or 'default' (best per pair) or 'all'")
+                        help="comma-separated translators or paths (bergamot:en-pt,apertium:pt-es) to compare, "
+                        "or 'default' (the best installed path per pair) or 'all'")
+    parser.add_argument("--paths", action="store_true",
+                        help="score every installed path of the pairs (offline, then the --top best simultaneously) "
+                        "and write the table the default path comes from (--paths-out)")
+    parser.add_argument("--max-hops", type=int, default=3, help="--paths: longest path (default 3)")
+    parser.add_argument("--top", type=int, default=3, help="--paths: paths streamed word by word per pair (default 3)")
+    parser.add_argument("--llm-lines", type=int, default=10,
+                        help="--paths: lines for paths with an LLM edge (0.2-0.6 s an update; default 10)")
+    parser.add_argument("--paths-out", type=Path, default=PATHS_FILE,
+                        help="--paths: the table to update (default translate/paths.json in the package)")
     parser.add_argument("--policy", default="default",
                         help="target commit policy: default (best measured per backend), local-agreement, wait-k")
     parser.add_argument("--lines", type=int, default=100, help="first N devtest lines (default 100)")
     parser.add_argument("--start", type=int, default=0,
                         help="skip this many lines first (tune on e.g. --start 200, score on the default 0)")
     parser.add_argument("--shots", type=int, default=5, help="few-shot examples for LLMs, from lines 900-1011 (default 5)")
-    parser.add_argument("--data", type=Path, default=FLORES, help="FLORES-101 folder (default ../shared/data/text/flores101)")
+    parser.add_argument("--data", type=Path, default=FLORES, help="FLORES-101 folder (default: $SPEECH_DATA/text/flores101, else ../shared/data beside the checkout)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a translator option, e.g. --set max_tentative_tokens=6 (repeatable)")
     parser.add_argument("--policy-set", action="append", default=[], metavar="KEY=VALUE",
@@ -64,15 +82,23 @@ def pick_examples(src: list[str], tgt: list[str], shots: int) -> tuple[tuple[str
     return tuple(out[:shots])
 
 
-def p50(values: list[float]) -> float:
-    return float(statistics.median(values)) if values else 0.0
+def p50(values: list[float]) -> float | None:
+    return percentile(values, 50)
+
+
+def rounded(x: float | None, digits: int) -> float | None:
+    return None if x is None else round(x, digits)
 
 
 def options_for(registry, backend: str, options: dict) -> dict:  # noqa: ANN001
-    """The --set options this backend's config knows (a comparison may mix backends)."""
+    """The --set options this backend's config knows (a comparison may mix backends; a path's
+    options are those of any of its engines)."""
     import dataclasses
 
-    known = {f.name for f in dataclasses.fields(registry.config("translator", backend))}
+    from .graph import is_path_spec, parse_path
+
+    engines = {e.engine for e in parse_path(backend)} if is_path_spec(backend) else {backend}
+    known = {f.name for name in engines for f in dataclasses.fields(registry.config("translator", name))}
     return {k: v for k, v in options.items() if k in known}
 
 
@@ -81,17 +107,20 @@ def bench_pair(registry, source: str, target: str, backend: str, policy: str, li
                policy_options: dict | None = None, start: int = 0, simultaneous: bool = True) -> dict:  # noqa: ANN001
     import sacrebleu
 
-    from .stage import open_translation
+    from .stage import open_stream, open_translation
 
     options = options_for(registry, backend, options or {})
     src, ref = read_lines(data, source), read_lines(data, target)
     examples = pick_examples(src, ref, shots)
-    translation = open_translation(registry, source, target, backend, policy, backend_options=options,
-                                   policy_options=policy_options, examples=examples)
-    offline_stream = registry.create("translator", backend, **(options or {})).open(source, target, examples)
+    offline_stream, _ = open_stream(registry, source, target, backend, options, examples)
+    if not simultaneous:
+        translation = None
+    else:
+        translation = open_translation(registry, source, target, backend, policy, backend_options=options,
+                                       policy_options=policy_options, examples=examples)
     hyps, offline, als, laals, tokens, ms, sources, cpu = [], [], [], [], [], [], [], []
     generated: list[int] = []
-    erased = committed_erased = final_tokens = 0
+    erased = committed_erased = final_tokens = empty = 0
     try:
         for i in range(start, min(start + lines, len(src), EXAMPLE_LINES.start)):
             words = src[i].split()
@@ -102,15 +131,21 @@ def bench_pair(registry, source: str, target: str, backend: str, policy: str, li
                 if progress:
                     progress.update(1, f"{source}-{target} {backend} offline")
                 continue
+            assert translation is not None
             translation.reset()
             run = translate_stream(translation, words)
             hyps.append(" ".join(run.target))
             sources.append(src[i])
             trace = run.trace
-            als.append(average_lagging(trace.delays, len(words), len(run.target)))
-            laals.append(laal(trace.delays, len(words), len(run.target), len(ref[i].split())))
-            erased += erasure(trace.displays)
-            committed_erased += erasure(trace.committed)
+            # SimulEval's conventions (speech.eval.latency): |Y| is the reference's length; a line
+            # with no output has no latency and is counted apart, not averaged as 0.
+            if trace.delays and words:
+                als.append(average_lagging(trace.delays, len(words), len(ref[i].split())))
+                laals.append(length_adaptive_average_lagging(trace.delays, len(words), len(ref[i].split())))
+            else:
+                empty += 1
+            erased += erased_words(trace.displays)
+            committed_erased += erased_words(trace.committed)
             final_tokens += len(run.target)
             tokens += run.tokens_per_update
             ms += run.update_ms
@@ -121,7 +156,8 @@ def bench_pair(registry, source: str, target: str, backend: str, policy: str, li
             if progress:
                 progress.update(1, f"{source}-{target} {backend}")
     finally:
-        translation.stream.close()
+        if translation is not None:
+            translation.stream.close()
         offline_stream.close()
     if not simultaneous:
         refs = [ref[start : start + len(offline)]]
@@ -141,18 +177,19 @@ def bench_pair(registry, source: str, target: str, backend: str, policy: str, li
         "offline_chrf": round(sacrebleu.corpus_chrf(offline, refs).score, 2),
         "bleu": round(sacrebleu.corpus_bleu(hyps, refs).score, 2),
         "offline_bleu": round(sacrebleu.corpus_bleu(offline, refs).score, 2),
-        "al_words": round(statistics.mean(als), 3) if als else 0.0,
-        "laal_words": round(statistics.mean(laals), 3) if laals else 0.0,
+        "al_words": round(statistics.mean(als), 3) if als else None,
+        "laal_words": round(statistics.mean(laals), 3) if laals else None,
+        "empty_outputs": empty,
         "erasure": round(erased / max(final_tokens, 1), 4),
         "committed_erasure": round(committed_erased / max(final_tokens, 1), 4),
         "tokens_per_update_p50": p50(tokens),
-        "update_ms_p50": round(p50(ms), 2),
-        "update_ms_p90": round(statistics.quantiles(ms, n=10)[-1], 2) if len(ms) >= 10 else round(max(ms, default=0.0), 2),
-        "update_cpu_ms_p50": round(p50(cpu), 2),
+        "update_ms_p50": rounded(p50(ms), 2),
+        "update_ms_p90": rounded(percentile(ms, 90), 2),
+        "update_cpu_ms_p50": rounded(p50(cpu), 2),
         "update_cpu_ms_mean": round(statistics.mean(cpu), 2) if cpu else 0.0,
         "updates": len(tokens),
         "generated_per_update_mean": round(statistics.mean(generated), 2) if generated else 0.0,
-        "loops": translation.loops,
+        "loops": translation.loops if translation else 0,
         "copy_rate": round(sum(looks_copied(s, h) for s, h in zip(sources, hyps)) / max(len(hyps), 1), 3),
     }
 
@@ -162,7 +199,12 @@ def backends_for(registry, source: str, target: str, spec: str) -> list[str]:  #
     from .backends import default_backend
 
     if spec == "default":
-        return [default_backend(source, target)]
+        return [default_backend(source, target, registry)]
+    if spec != "all" and ":" in spec:  # engines and paths (`bergamot:en-pt,apertium:pt-es`), checked here
+        from .graph import parse_paths, resolve
+
+        return [resolve(registry, source, target, p[0].engine if len(p) == 1 else ",".join(e.spec for e in p)).backend
+                for p in parse_paths(spec, source, target)]
     names = registry.names("translator") if spec == "all" else [b.strip() for b in spec.split(",") if b.strip()]
     out = []
     for name in names:
@@ -177,14 +219,10 @@ def backends_for(registry, source: str, target: str, spec: str) -> list[str]:  #
 
 
 def _pairs(registry, name: str) -> tuple[tuple[str, str], ...]:  # noqa: ANN001
-    from .languages import ALL_PAIRS
+    from .backends import engine_pairs
 
     registry.spec("translator", name)  # unknown name: a clear error
-    if name == "apertium":  # the pairs whose Debian package is installed
-        from .apertium import discover_modes
-
-        return tuple(sorted(discover_modes()))
-    return (("en", "pt"), ("pt", "en")) if name == "bergamot" else ALL_PAIRS
+    return engine_pairs(registry, name, {"model": "given"})
 
 
 def run(args: argparse.Namespace) -> int:
@@ -195,9 +233,20 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.start < EXAMPLE_LINES.start:
         raise UserError(f"--start must be between 0 and {EXAMPLE_LINES.start - 1} (lines 900-1011 are the few-shot examples)")
     registry = default_registry()
-    pairs = [parse_pair(p) for p in args.pairs.split(",") if p.strip()]
+    from .pathbench import PATH_PAIRS, print_paths, run_paths
+
+    pairs = [parse_pair(p) for p in (args.pairs or (PATH_PAIRS if args.paths else DEFAULT_PAIRS)).split(",") if p.strip()]
     for s, t in pairs:
         check_pair(s, t)
+    if args.paths:
+        if args.max_hops < 1 or args.top < 0 or args.llm_lines < 1:
+            raise UserError("--max-hops and --llm-lines must be at least 1, --top at least 0")
+        table = run_paths(registry, pairs, args)
+        if args.json:
+            print(json.dumps({f"{s}-{t}": table["pairs"][f"{s}-{t}"] for s, t in pairs}, indent=2))
+        else:
+            print_paths(table, pairs, sys.stdout)
+        return 0
     plan = [(s, t, b) for s, t in pairs for b in backends_for(registry, s, t, args.backends)]
     options = parse_settings(args.set)
     results: dict[str, dict[str, dict]] = {}
@@ -229,4 +278,4 @@ def print_table(results: dict[str, dict[str, dict]], out) -> None:  # noqa: ANN0
     out.write(f"{'pair':6} {'backend':12} " + " ".join(f"{c:>10.10}" for c in cols) + "\n")
     for pair, by_backend in results.items():
         for backend, r in by_backend.items():
-            out.write(f"{pair:6} {backend:12} " + " ".join(f"{r.get(c, '-'):>10}" for c in cols) + "\n")
+            out.write(f"{pair:6} {backend:12} " + " ".join(f"{str(r.get(c, '-')):>10}" for c in cols) + "\n")

@@ -25,13 +25,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--source", default="en", help=f"source language ({', '.join(NAMES)}); default en")
     parser.add_argument("--target", default="es", help="target language; default es")
     parser.add_argument("--backend", default="default",
-                        help="translator: gemma-270m, gguf, bergamot, apertium, or default (best measured for the pair)")
+                        help="translator: gemma-270m, gguf, bergamot, apertium, a path of engines such as "
+                        "bergamot:en-pt,apertium:pt-es, or default (the best measured installed path for the pair)")
+    parser.add_argument("--explain", action="store_true",
+                        help="print the translation path chosen and why (on standard error) before translating")
     parser.add_argument("--model", help="a GGUF file for --backend gguf (implies it)")
     parser.add_argument("--policy", default="default", help="target commit policy: local-agreement, wait-k, default")
     parser.add_argument("--k", type=int, help="k for --policy wait-k (default 3), or the wait-k floor of local-agreement")
     parser.add_argument("--wpm", type=float, default=0.0, help="feed plain text at this many words a minute (0: no wait)")
     parser.add_argument("--log", type=Path, help="write the mt updates as an event log (JSON lines)")
     parser.add_argument("--final-only", action="store_true", help="print only the finished translation")
+    from speech.configuration import add_device_flag
+
+    add_device_flag(parser)
 
 
 def read_source(path: str, stdin: IO[str] | None = None) -> tuple[str, list[TextUpdate]]:
@@ -118,8 +124,22 @@ def run(args: argparse.Namespace) -> int:
     if args.model:
         backend, options = ("gguf" if backend == "default" else backend), {"model": args.model}
     policy_options = {"k": args.k} if args.k is not None else None
+    registry = default_registry()
+    if args.device != "cpu":  # an LLM translator's layers on the GPU; the others run on the CPU
+        from speech.devices import llm_gpu_layers
+
+        from .backends import default_backend
+
+        resolved = default_backend(args.source, args.target) if backend == "default" else backend
+        if ("translator", resolved) in registry.specs and "device" in registry.option_names("translator", resolved):
+            llm_gpu_layers(args.device, "--device")
+            options["device"] = args.device
+    if args.explain:
+        from .graph import resolve
+
+        print(resolve(registry, args.source, args.target, backend, options).explain(), file=sys.stderr, flush=True)
     translation = open_translation(
-        default_registry(), args.source, args.target, backend, args.policy,
+        registry, args.source, args.target, backend, args.policy,
         backend_options=options, policy_options=policy_options,
     )
     display = Display(sys.stdout, args.final_only)

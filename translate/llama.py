@@ -4,6 +4,13 @@ The binding (cyllama 0.2.18, prebuilt) is imported only here, so another binding
 module without touching the translator. `KVCache.sync(tokens)` is the whole rewind mechanism: it
 keeps the longest common prefix of what the cache holds and what the prompt needs, truncates the
 rest (`memory_seq_rm`) and evaluates only the tokens after it.
+
+Every cache operation's result is checked. `memory_seq_rm` returns false where the model cannot
+remove part of its cache (recurrent and hybrid architectures): the cache is then cleared and its
+kept tokens evaluated again, so what it holds is always what `tokens` says, at the cost of one full
+evaluation. A failed decode clears the cache too (its state is unknown after a partial batch) and
+raises `CacheError`. User text is tokenised with `special=False`, so a speaker who says
+"<end_of_turn>" gives the model text, not a control token.
 """
 
 from __future__ import annotations
@@ -16,11 +23,20 @@ from typing import Any, Callable
 from speech.models.gguf import check_gguf
 
 
+class CacheError(RuntimeError):
+    """llama.cpp refused a cache operation that a full re-evaluation cannot replace."""
+
+
+class ContextOverflow(ValueError):
+    """A prompt longer than the context (the translator shrinks its prompt before this happens)."""
+
+
 @dataclass(frozen=True)
 class LlamaOptions:
     n_ctx: int = 2048
     n_batch: int = 512
     threads: int = 2
+    n_gpu_layers: int = 0  # layers offloaded to a GPU (-1: all); 0 keeps the model on the CPU
 
 
 class LlamaModel:
@@ -40,7 +56,9 @@ class LlamaModel:
             n_vocab = property(lambda s: s.get_vocab().n_vocab)
 
         try:
-            self.model = _Model(str(self.path), L.LlamaModelParams())
+            params = L.LlamaModelParams()
+            params.n_gpu_layers = options.n_gpu_layers
+            self.model = _Model(str(self.path), params)
         except Exception as e:  # noqa: BLE001 - the binding raises plain exceptions
             raise ValueError(f"llama.cpp could not load {self.path}: {e}") from e
         self.vocab = self.model.get_vocab()
@@ -48,8 +66,9 @@ class LlamaModel:
         self._pieces: dict[int, str] = {}
         self._lock = threading.Lock()
 
-    def tokenize(self, text: str, bos: bool = False) -> list[int]:
-        return list(self.vocab.tokenize(text, add_special=bos, parse_special=True))
+    def tokenize(self, text: str, bos: bool = False, special: bool = True) -> list[int]:
+        """Tokens of `text`; `special=False` for user text: control-token names stay plain text."""
+        return list(self.vocab.tokenize(text, add_special=bos, parse_special=special))
 
     def piece(self, token: int) -> str:
         p = self._pieces.get(token)
@@ -87,6 +106,7 @@ class KVCache:
     model: LlamaModel
     tokens: list[int] = field(default_factory=list)
     evaluated_total: int = 0
+    full_reevaluations: int = 0  # partial removals the model refused (each cost a re-evaluation)
     _ctx: Any = None
     _sampler: Any = None
 
@@ -113,22 +133,45 @@ class KVCache:
         return self.model.options.n_ctx
 
     def truncate(self, n: int) -> int:
-        """Drop cached tokens from position n on; returns how many were dropped."""
+        """Drop cached tokens from position n on; returns how many were dropped.
+
+        Where the model refuses a partial removal (or leaves other positions than asked), the cache
+        is cleared and tokens[:n] evaluated again: slower, never wrong."""
         n = max(0, min(n, len(self.tokens)))
         dropped = len(self.tokens) - n
         if dropped:
-            self._ctx.memory_seq_rm(0, n, -1)
-            del self.tokens[n:]
+            removed = self._ctx.memory_seq_rm(0, n, -1)
+            if removed is False or self._ctx.memory_seq_pos_max(0) != n - 1:
+                keep = self.tokens[:n]
+                self.clear()
+                self.full_reevaluations += 1
+                self.feed(keep)
+            else:
+                del self.tokens[n:]
         return dropped
+
+    def clear(self) -> None:
+        """Empty the cache (always supported: no partial removal involved)."""
+        self._ctx.kv_cache_clear()
+        self.tokens.clear()
+        if self._ctx.memory_seq_pos_max(0) != -1:
+            raise CacheError("llama.cpp did not clear the cache")
 
     def feed(self, tokens: list[int]) -> None:
         """Evaluate `tokens` after what the cache holds (they join it)."""
         if len(self.tokens) + len(tokens) > self.n_ctx:
-            raise ValueError(f"prompt of {len(self.tokens) + len(tokens)} tokens exceeds the context ({self.n_ctx})")
+            raise ContextOverflow(f"prompt of {len(self.tokens) + len(tokens)} tokens exceeds the context ({self.n_ctx})")
         step = self.model.options.n_batch
         for i in range(0, len(tokens), step):
             part = tokens[i : i + step]
-            self._ctx.decode(self.model._L.llama_batch_get_one(part, len(self.tokens)))
+            try:
+                status = self._ctx.decode(self.model._L.llama_batch_get_one(part, len(self.tokens)))
+            except (ValueError, RuntimeError, InterruptedError) as e:
+                self.clear()  # a partly processed batch leaves the cache in an unknown state
+                raise CacheError(f"llama.cpp could not evaluate {len(part)} tokens: {e}") from e
+            if status not in (None, 0):
+                self.clear()
+                raise CacheError(f"llama.cpp could not evaluate {len(part)} tokens (status {status})")
             self.tokens.extend(part)
         self.evaluated_total += len(tokens)
 
@@ -145,9 +188,10 @@ class KVCache:
             keep += 1
         # The last prompt token is always evaluated, so the logits belong to this prompt.
         keep = min(keep, len(prompt) - 1)
+        before = self.evaluated_total
         rewound = self.truncate(keep)
         self.feed(prompt[keep:])
-        return rewound, len(prompt) - keep
+        return rewound, self.evaluated_total - before
 
     def logits(self) -> list[float]:
         return list(self._ctx.get_logits_ith(-1))

@@ -4,15 +4,22 @@ Per update: the prompt is rebuilt from segments; `KVCache.sync` keeps the longes
 prefix (instruction, context, the unchanged part of the source, the committed target when the
 source did not grow) and evaluates only the rest; the tentative tail is then generated greedily
 within a small token budget, so an update's cost is bounded whatever the stream's length.
+
+The prompt always fits the context with room for the generation budget: when it would not, the
+oldest context sentences go first, then the start of the current sentence (after the instruction
+prefix, which stays as the attention sink); a budget larger than what is left is reduced. Source
+and target text are tokenised as plain text (no control tokens), the layout's own markup with its
+special tokens.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from .hypothesis import Hypothesis
-from .languages import ALL_PAIRS, check_pair
+from .languages import LLM_PAIRS, check_pair
 from .llama import Generation, KVCache, LlamaModel, LlamaOptions
 from .metrics import copy_run_start, looks_copied, starts_as_copy
 from .prompt import ChatLayout, FewShotLayout
@@ -24,7 +31,7 @@ class LlmConfig:
 
     model: str = "gemma-270m"  # an embedded model name or a path to any GGUF file
     prompt: str = "auto"  # "auto" (chat template when the model has one), "few-shot", "chat"
-    threads: int = 2
+    threads: int | None = None  # None: the registry's thread budget (speech.budget)
     n_ctx: int = 2048
     context_sentences: int = 1  # finished sentences kept after the instruction prefix
     max_tentative_tokens: int = 10  # generation budget of an update (bounds update time)
@@ -36,12 +43,13 @@ class LlmConfig:
     vocab: str = "auto"
     retry_copies: bool = True  # a sentence start that repeats the source: retry another first token
     hold_copies: bool = True  # a copy the retry kept (or too short to judge) is never committed early
+    device: str = "cpu"  # "cpu", "cuda" (every layer offloaded by llama.cpp) or "auto" (speech.devices)
 
 
 class LlmTranslator:
     """A loaded model shared read-only; `open(source, target)` makes one stream's state."""
 
-    pairs = ALL_PAIRS
+    pairs = LLM_PAIRS
 
     def __init__(self, config: LlmConfig, model: LlamaModel) -> None:
         self.config = config
@@ -77,37 +85,80 @@ class LlmStream:
     config: LlmConfig
     cache: KVCache = field(init=False)
     context: deque = field(init=False)
-    _memo: dict[str, list[int]] = field(default_factory=dict)
+    _memo: dict[tuple[str, tuple[str, ...]], list[int]] = field(default_factory=dict)
+    shrunk: int = 0  # updates whose prompt was cut to fit the context
 
     def __post_init__(self) -> None:
         self.cache = self.model.new_cache()
         self.context = deque(maxlen=max(self.config.context_sentences, 0))  # maxlen 0 keeps none
         self._prefix = self.model.tokenize(self.layout.prefix(), bos=True)
 
-    def _tokens(self, text: str) -> list[int]:
+    def _tokens(self, text: str, user: Sequence[str] = ()) -> list[int]:
         # Memoised for the segments that repeat (context sentences); bounded by clearing.
-        toks = self._memo.get(text)
+        key = (text, tuple(user))
+        toks = self._memo.get(key)
         if toks is None:
             if len(self._memo) > 64:
                 self._memo.clear()
-            toks = self._memo[text] = self.model.tokenize(text)
+            toks = self._memo[key] = self._encode(text, user)
         return toks
+
+    def _encode(self, text: str, user: Sequence[str]) -> list[int]:
+        """Tokens of a rendered segment in which the `user` strings (in order) are plain text:
+        the markup around them may hold special tokens, the user text never does. A user
+        string's leading spaces go with it, as the tokenizer puts a word's space in its token."""
+        tokens: list[int] = []
+        pos = 0
+        for part in user:
+            at = text.find(part, pos) if part else -1
+            if at < 0:
+                continue  # not rendered verbatim (empty, or changed by a template): nothing to protect
+            start = at
+            while start > pos and text[start - 1] == " ":
+                start -= 1
+            if start > pos:
+                tokens += self.model.tokenize(text[pos:start])
+            tokens += self.model.tokenize(text[start : at + len(part)], special=False)
+            pos = at + len(part)
+        if pos < len(text):
+            tokens += self.model.tokenize(text[pos:])
+        return tokens
 
     def prompt(self, source: list[str], committed: list[str]) -> list[int]:
         tokens = list(self._prefix)
         for src, tgt in self.context:
-            tokens += self._tokens(self.layout.context(src, tgt))
-        tokens += self._tokens(self.layout.current(" ".join(source)))
+            tokens += self._tokens(self.layout.context(src, tgt), (src, tgt))
+        src = " ".join(source)
+        tokens += self._tokens(self.layout.current(src), (src,))
         if committed:
-            tokens += self.model.tokenize(self.layout.committed(committed))
+            tokens += self.model.tokenize(self.layout.committed(committed), special=False)
         return tokens
+
+    def fitted_prompt(self, source: list[str], committed: list[str], budget: int) -> tuple[list[int], int]:
+        """The prompt and generation budget, cut to fit the context (see the module's doc)."""
+        room = self.cache.n_ctx
+        prompt = self.prompt(source, committed)
+        while len(prompt) + budget > room and self.context:
+            self.context.popleft()  # the oldest finished sentence: its translation is out already
+            self.shrunk += 1
+            prompt = self.prompt(source, committed)
+        if len(prompt) + budget > room:
+            self.shrunk += 1
+            budget = max(1, min(budget, room // 4))
+            cut = len(prompt) + budget - room
+            if cut > 0:
+                head = len(self._prefix)
+                prompt = prompt[:head] + prompt[head + cut :]
+            if len(prompt) + budget > room:  # the instruction prefix alone is too long for n_ctx
+                prompt = prompt[:1] + prompt[len(prompt) + budget - room + 1 :]
+        return prompt, budget
 
     def hypothesis(self, source: list[str], committed: list[str], complete: bool) -> Hypothesis:
         if not source:
             return Hypothesis(list(committed), len(committed))
-        prompt = self.prompt(source, committed)
-        rewound, evaluated = self.cache.sync(prompt)
         budget = self.config.max_sentence_tokens if complete else self.config.max_tentative_tokens
+        prompt, budget = self.fitted_prompt(source, committed, budget)
+        rewound, evaluated = self.cache.sync(prompt)
         gen = self.cache.generate(budget, stop=self._stop)
         text = self.model.detokenize(gen.tokens)
         generated = len(gen.tokens)
@@ -202,7 +253,10 @@ def load_llm(config: LlmConfig, registry) -> LlmTranslator:  # noqa: ANN001 - sp
     if not config.model:
         raise ValueError("the gguf translator needs a model path: --model PATH.gguf")
     path = model_file(resolve_gguf(config.model), config.vocab)
-    options = LlamaOptions(n_ctx=config.n_ctx, threads=config.threads)
+    from speech.devices import llm_gpu_layers
+
+    options = LlamaOptions(n_ctx=config.n_ctx, threads=registry.threads("llama", config.threads),
+                           n_gpu_layers=llm_gpu_layers(config.device))
     model = registry.shared(("llama", str(path), options), lambda: LlamaModel(path, options))
     return LlmTranslator(config, model)
 
@@ -221,3 +275,10 @@ def model_file(path, vocab: str):  # noqa: ANN001, ANN201 - Path -> Path
         if vocab == "auto":
             return path
         raise ValueError(f"{e}; use vocab=full") from e
+
+
+def installed_pairs(name: str, options: dict) -> tuple[tuple[str, str], ...]:
+    """The graph's LLM edges (graph.py): the few-shot languages; "gguf" only with a model path."""
+    if name == "gguf" and not options.get("model"):
+        return ()
+    return LLM_PAIRS

@@ -1,11 +1,9 @@
-"""Latency and stability of a simultaneous translation, in source words (text benchmark).
+"""A simultaneous translation's trace (what was displayed after each source word) and the checks
+for output that copies the source instead of translating it.
 
-- AL and LAAL follow SimulEval: with d_i the source words read when target word i was committed,
-  tau the first i with d_i = |X|, AL = 1/tau * sum_{i<=tau} (d_i - (i-1) * |X| / |Y|), and LAAL the
-  same with |Y| replaced by max(|Y|, |Y*|) (Y* the reference), so over-generation is not rewarded.
-- Erasure follows simulstream: tokens deleted from the displayed text (committed + tentative)
-  between successive updates, divided by the number of final tokens. `committed_erasure` does the
-  same for the committed text alone: it must be 0.
+The measures themselves live in `speech.eval`: AL, LAAL and the other latencies in
+`speech.eval.latency` (SimulEval's conventions; `Trace.delays` in source words), erasure in
+`speech.eval.erasure`.
 """
 
 from __future__ import annotations
@@ -26,35 +24,6 @@ class Trace:
         self.delays += [read] * new
         self.committed.append(list(committed))
         self.displays.append(list(committed) + list(tentative))
-
-
-def average_lagging(delays: list[int], source_len: int, target_len: int) -> float:
-    if not delays or source_len == 0 or target_len == 0:
-        return 0.0
-    rate = target_len / source_len
-    tau = next((i + 1 for i, d in enumerate(delays) if d >= source_len), len(delays))
-    return sum(delays[i] - i / rate for i in range(tau)) / tau
-
-
-def laal(delays: list[int], source_len: int, hyp_len: int, ref_len: int) -> float:
-    return average_lagging(delays, source_len, max(hyp_len, ref_len))
-
-
-def _lcp(a: list[str], b: list[str]) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
-def erasure(displays: list[list[str]]) -> int:
-    """Tokens deleted from the display over the updates (a token rewritten counts as deleted)."""
-    erased = 0
-    for prev, cur in zip(displays, displays[1:]):
-        erased += len(prev) - _lcp(prev, cur)
-    return erased
 
 
 def _norm_seq(words: list[str]) -> list[str]:

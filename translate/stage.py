@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from speech.calls import model_call
 from speech.channel import Channel
 from speech.clock import Clock, StageClock
 from speech.events import EventLog
 from speech.registry import Registry
 from speech.types import TextUpdate
 
-from .backends import default_backend, default_policy, default_policy_options
+from .backends import default_policy, default_policy_options
+from .chain import ChainStream
+from .graph import Route, resolve
+from .hypothesis import TranslationStream
 from .segment import SentenceSegmenter
 from .simultaneous import Emitted, SimultaneousTranslation
 
@@ -29,16 +32,56 @@ def open_translation(
     examples: tuple[tuple[str, str], ...] | None = None,
     max_sentence_words: int = 40,
 ) -> SimultaneousTranslation:
-    """One stream's translator: the engine comes shared from the registry, the state is new."""
-    if backend == "default":
-        backend = default_backend(source, target)
+    """One stream's translator: the engines come shared from the registry, the state is new.
+
+    `backend`: "default" (the best measured installed path, graph.py), one engine's name, or a
+    path (`bergamot:en-pt,apertium:pt-es`); a path is checked before any engine loads.
+    """
+    stream, route = open_stream(registry, source, target, backend, backend_options, examples)
     if policy == "default":
-        policy = default_policy(backend)
-        policy_options = {**default_policy_options(backend), **(policy_options or {})}
-    engine = registry.create("translator", backend, **(backend_options or {}))
-    stream = engine.open(source, target, examples)
-    rule = registry.create("mt-policy", policy, **(policy_options or {}))
+        policy = default_policy(route.backend)
+        policy_options = {**default_policy_options(route.backend), **(policy_options or {})}
+    try:
+        rule = registry.create("mt-policy", policy, **(policy_options or {}))
+    except BaseException:
+        stream.close()
+        raise
     return SimultaneousTranslation(stream, rule, language=target, segmenter=SentenceSegmenter(max_sentence_words))
+
+
+def open_stream(
+    registry: Registry,
+    source: str,
+    target: str,
+    backend: str = "default",
+    backend_options: dict[str, Any] | None = None,
+    examples: tuple[tuple[str, str], ...] | None = None,
+) -> tuple[TranslationStream, Route]:
+    """The translation stream for `backend` (one engine, or a ChainStream for a path) and its route.
+
+    Options go to every hop whose engine knows them; one that no hop knows is an error. Few-shot
+    `examples` are for the pair itself, so only a one-hop path gets them.
+    """
+    options = backend_options or {}
+    route = resolve(registry, source, target, backend, options)
+    known: set[str] = set()
+    for engine in {e.engine for e in route.path}:
+        known |= {f.name for f in dataclasses.fields(registry.config("translator", engine))}
+    unknown = set(options) - known
+    if unknown and len(route.path) > 1:
+        raise TypeError(f"no translator of {route.spec} has option(s) {sorted(unknown)}; options: {sorted(known)}")
+    hops: list[TranslationStream] = []
+    try:
+        for edge in route.path:
+            own = options if len(route.path) == 1 else {k: v for k, v in options.items()
+                                                        if k in {f.name for f in dataclasses.fields(registry.config("translator", edge.engine))}}
+            engine = registry.create("translator", edge.engine, **own)
+            hops.append(engine.open(edge.source, edge.target, examples if len(route.path) == 1 else None))
+    except BaseException:
+        for hop in hops:
+            hop.close()
+        raise
+    return (hops[0] if len(hops) == 1 else ChainStream(hops)), route
 
 
 @dataclass
@@ -47,6 +90,9 @@ class TranslateStage:
     clock: StageClock
     log: EventLog
     name: str = "mt"
+    # Longest a translator call may take (one update, or finishing a sentence) before the session
+    # ends with ModelCallTimeout; None: no limit. A sentence end on Gemma takes 1-3 s on 2 cores.
+    call_timeout_s: float | None = 60.0
     compute_s: float = 0.0
     emitted: int = 0
     _last_source_time: float = field(default=0.0, repr=False)
@@ -62,16 +108,16 @@ class TranslateStage:
                 if not (update.committed or update.final or update.end_of_stream):
                     continue  # only the source's tentative tail changed: nothing to translate
                 self.clock.begin(update.wall_time)
-                emitted = await asyncio.to_thread(self.translation.step, update)
+                emitted = await self._call(self.translation.step, update)
                 if update.end_of_stream:
-                    emitted += await asyncio.to_thread(self.translation.finish_steps, update.source_time)
+                    emitted += await self._call(self.translation.finish_steps, update.source_time)
                     ended = True
                 await self._emit(emitted, update.source_time, outbox)
                 if ended:
                     break
             if not ended:  # the ASR closed without an end-of-stream update: flush anyway
                 self.clock.begin(self.clock.now())
-                flushed = await asyncio.to_thread(self.translation.finish_steps, self._last_source_time)
+                flushed = await self._call(self.translation.finish_steps, self._last_source_time)
                 await self._emit(flushed, self._last_source_time, outbox)
         finally:
             self.log.write(
@@ -80,6 +126,9 @@ class TranslateStage:
                 forced_segments=self.translation.segmenter.forced,
             )
             self.translation.stream.close()
+
+    async def _call(self, fn, *args):  # noqa: ANN001, ANN202 - a bound method of the translation
+        return await model_call(fn, *args, timeout_s=self.call_timeout_s, what=f"the translator ({fn.__name__})")
 
     async def _emit(self, emitted: list[Emitted], source_time: float, outbox: Channel[TextUpdate]) -> None:
         wall = self.clock.end()
@@ -103,9 +152,19 @@ def spoken_time(update: TextUpdate, previous: float | None) -> float | None:
 
 
 def build_stage(registry: Registry, config, clock: Clock, log: EventLog) -> TranslateStage:  # noqa: ANN001
-    """The "mt" stage for a speech.pipeline.PipelineConfig (config.extra["mt_options"] passes backend options)."""
+    """The "mt" stage for a speech.pipeline.PipelineConfig (options: config.mt_options, a
+    speech.options.MtOptions: engine and policy options, and the device of an LLM translator)."""
+    typed = config.mt_options
+    backend = config.mt_backend  # "default", one engine, or a path (graph.py)
+    backend_options = dict(typed.engine)
+    if backend.endswith(".gguf"):  # a local GGUF file: the "gguf" translator with model=PATH
+        backend, backend_options = "gguf", {"model": backend, **backend_options}
+    if typed.device != "cpu":  # only the engines with a device option (an LLM): Apertium and Bergamot run on the CPU
+        engines = {e.engine for e in resolve(registry, config.source, config.target, backend, backend_options).path}
+        if any("device" in registry.option_names("translator", e) for e in engines):
+            backend_options.setdefault("device", typed.device)
     translation = open_translation(
-        registry, config.source, config.target, config.mt_backend, config.mt_policy,
-        backend_options=config.extra.get("mt_options"),
+        registry, config.source, config.target, backend, config.mt_policy,
+        backend_options=backend_options, policy_options=dict(typed.policy) or None,
     )
     return TranslateStage(translation, clock.stage("mt"), log)

@@ -21,9 +21,11 @@ from pathlib import Path
 
 import numpy as np
 
-DEFAULT_MANIFEST = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "speech" / "fleurs" / "manifest.jsonl"
+from speech.data import data_path
+
+DEFAULT_MANIFEST = data_path("speech", "fleurs", "manifest.jsonl")  # $SPEECH_DATA, else ../shared/data
 DEFAULT_PAIRS = ("en-es", "en-pt", "pt-en")
-FLORES = {"en": "eng", "de": "deu", "fr": "fra", "es": "spa", "pt": "por"}
+FLORES = {"en": "eng", "de": "deu", "fr": "fra", "es": "spa", "pt": "por", "it": "ita", "ca": "cat", "gl": "glg", "ro": "ron"}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -80,10 +82,10 @@ class PairResult:
     failures: list[str] = field(default_factory=list)
 
     def summary(self) -> dict:
-        from speech.eval.metrics import percentile
+        from speech.stats import percentile
         from .joins import JoinSummary
 
-        def wer(codec: str) -> float | None:
+        def roundtrip_wer(codec: str) -> float | None:
             e, n = self.errors[codec]
             return round(e / n, 4) if n else None
 
@@ -116,8 +118,8 @@ class PairResult:
             "listener_lag_p90_s": None if not self.lags else round(percentile(self.lags, 90), 3),
             "realtime_ok": rtf_ok and total < 2.0,
             "stage_rtf_max": {k: round(v, 3) for k, v in self.stage_rtf_max.items()},
-            "roundtrip_wer": wer("pcm16"),
-            "roundtrip_wer_opus24k": wer("opus"),
+            "roundtrip_wer": roundtrip_wer("pcm16"),
+            "roundtrip_wer_opus24k": roundtrip_wer("opus"),
             "roundtrip_wer_halves": halves("pcm16"),
             "roundtrip_wer_opus24k_halves": halves("opus"),
             "roundtrip_words": self.errors["pcm16"][1],
@@ -358,6 +360,8 @@ def run(args: argparse.Namespace) -> int:
         if args.more_texts:
             if not args.text_only:
                 raise UserError("--more-texts needs --text-only (FLORES lines have no recordings)")
+            # the manifest's clips carry reference translations into some languages only
+            clips = [c for c in clips if f"ref_{pair.split('-')[1]}" in c]
             clips += more_texts(Path(args.manifest), pair.split("-")[1], args.more_texts, args.more_from)
         result = run_pair(registry, pair, clips, args)
         results.append(result.summary())

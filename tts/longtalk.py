@@ -120,7 +120,7 @@ def summarise(pair: str, control: bool, records: list[dict], asr_records: list[d
     """The long-talk figures of one pair and control setting (see the module doc)."""
     from speech.eval.listener import (audio_records, heard_words, lag_per_minute, lag_slope,
                                       listener_latency)
-    from speech.eval.metrics import percentile
+    from speech.stats import percentile
 
     audio = audio_records(records)
     words = heard_words(audio)

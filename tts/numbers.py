@@ -1,5 +1,5 @@
-"""Spanish and Portuguese (Brazilian) number words, for comparing texts where one side writes "25"
-and the other "veinticinco" / "vinte e cinco".
+"""Spanish, Portuguese (Brazilian), German and French number words, for comparing texts where one
+side writes "25" and the other "veinticinco" / "vinte e cinco" / "fünfundzwanzig" / "vingt-cinq".
 
 The round-trip judge (`tts.roundtrip.score`) spells the numbers of both the synthesised text and
 Whisper's transcript, so a number is counted as heard when its words were heard, whichever way
@@ -29,6 +29,18 @@ _PT_TENS = "_ _ vinte trinta quarenta cinquenta sessenta setenta oitenta noventa
 _PT_HUNDREDS = (
     "_ cento duzentos trezentos quatrocentos quinhentos seiscentos setecentos oitocentos novecentos"
 ).split()
+
+_DE_ONES = (
+    "null eins zwei drei vier fünf sechs sieben acht neun zehn elf zwölf dreizehn vierzehn fünfzehn "
+    "sechzehn siebzehn achtzehn neunzehn"
+).split()
+_DE_TENS = "_ _ zwanzig dreißig vierzig fünfzig sechzig siebzig achtzig neunzig".split()
+
+_FR_ONES = (
+    "zéro un deux trois quatre cinq six sept huit neuf dix onze douze treize quatorze quinze seize "
+    "dix-sept dix-huit dix-neuf"
+).split()
+_FR_TENS = "_ _ vingt trente quarante cinquante soixante".split()
 
 
 def spell_es(n: int) -> str:
@@ -80,7 +92,76 @@ def spell_pt(n: int) -> str:
     raise AssertionError("unreachable")
 
 
-SPELLERS = {"es": spell_es, "pt": spell_pt}
+def _de_below_thousand(n: int) -> str:
+    """German words for 0 < n < 1000, written as one word ("einhundertfünfundzwanzig")."""
+    hundreds, rest = divmod(n, 100)
+    head = (("ein" if hundreds == 1 else _DE_ONES[hundreds]) + "hundert") if hundreds else ""
+    if rest == 0:
+        return head
+    if rest < 20:
+        tail = _DE_ONES[rest]
+    else:
+        tens, ones = divmod(rest, 10)
+        tail = ("" if ones == 0 else ("ein" if ones == 1 else _DE_ONES[ones]) + "und") + _DE_TENS[tens]
+    return head + tail
+
+
+def spell_de(n: int) -> str:
+    """German words for 0 <= n < 10**9 (millions as separate words: "zwei millionen dreitausend")."""
+    if n == 0:
+        return "null"
+    if n >= 10**9:
+        raise ValueError(f"{n} is out of range")
+    millions, rest = divmod(n, 10**6)
+    parts = []
+    if millions:
+        parts.append("eine million" if millions == 1 else _de_below_thousand(millions) + " millionen")
+    if rest:
+        thousands, low = divmod(rest, 1000)
+        word = (("ein" if thousands == 1 else _de_below_thousand(thousands)) + "tausend") if thousands else ""
+        parts.append(word + (_de_below_thousand(low) if low else ""))
+    return " ".join(parts)
+
+
+def _fr_below_hundred(n: int) -> str:
+    if n < 20:
+        return _FR_ONES[n]
+    if n < 70:
+        tens, ones = divmod(n, 10)
+        return _FR_TENS[tens] + ("" if ones == 0 else " et un" if ones == 1 else "-" + _FR_ONES[ones])
+    if n < 80:  # soixante-dix ... soixante-dix-neuf, "soixante et onze"
+        return "soixante" + (" et onze" if n == 71 else "-" + _FR_ONES[n - 60])
+    return "quatre-vingts" if n == 80 else "quatre-vingt-" + _FR_ONES[n - 80]
+
+
+def _fr_below_thousand(n: int) -> str:
+    hundreds, rest = divmod(n, 100)
+    if hundreds == 0:
+        return _fr_below_hundred(rest)
+    head = "cent" if hundreds == 1 else _FR_ONES[hundreds] + (" cents" if rest == 0 else " cent")
+    return head + ("" if rest == 0 else " " + _fr_below_hundred(rest))
+
+
+def spell_fr(n: int) -> str:
+    """French words for 0 <= n < 10**9 (traditional spelling, hyphens between tens and units)."""
+    if n == 0:
+        return "zéro"
+    if n >= 10**9:
+        raise ValueError(f"{n} is out of range")
+    millions, rest = divmod(n, 10**6)
+    thousands, low = divmod(rest, 1000)
+    parts = []
+    if millions:
+        parts.append("un million" if millions == 1 else _fr_below_thousand(millions).removesuffix("s") + " millions")
+    if thousands:
+        # "quatre-vingt mille", "deux cent mille": no plural -s before mille
+        parts.append("mille" if thousands == 1 else _fr_below_thousand(thousands).removesuffix("s") + " mille")
+    if low:
+        parts.append(_fr_below_thousand(low))
+    return " ".join(parts)
+
+
+SPELLERS = {"es": spell_es, "pt": spell_pt, "de": spell_de, "fr": spell_fr}
 _NUMBER = re.compile(r"\d{1,3}(?:[.,]\d{3})+(?!\d)|\d+")
 
 

@@ -22,7 +22,7 @@ from .text import clean_text
 @dataclass(frozen=True)
 class PiperConfig:
     model: str = ""  # a local .onnx voice; empty: the embedded en-US "joe" voice
-    threads: int = 1
+    threads: int | None = None  # None: the registry's thread budget (speech.budget)
     length_scale: float | None = None  # None: the voice's own speed
     noise_scale: float | None = None  # None: the voice's default; 0 for deterministic output
     noise_w_scale: float | None = None
@@ -88,5 +88,6 @@ class PiperSynthesizer:
 
 
 def create(config: PiperConfig, registry) -> PiperSynthesizer:
-    voice = registry.shared(("piper-voice", config.model, config.threads), lambda: load_voice(config.model, config.threads))
+    threads = registry.threads("onnx", config.threads)
+    voice = registry.shared(("piper-voice", config.model, threads), lambda: load_voice(config.model, threads))
     return PiperSynthesizer(config, voice)

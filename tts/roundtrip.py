@@ -69,18 +69,9 @@ def transcribe(registry, samples: np.ndarray, rate: int, language: str, judge: J
 
 
 def score(hypothesis: str, reference: str, language: str) -> ErrorCounts:
-    """Word errors after normalisation (lower case, no punctuation); numbers are spelled out in the
-    target language on both sides (Whisper writes "25" or "vinte e cinco" unpredictably): English
-    with the ASR's normaliser, Spanish and Portuguese with `tts.numbers`."""
-    if language.split("-")[0] == "en":
-        from speech.asr.normalize import normalize
-
-        hypothesis, reference = normalize(hypothesis), normalize(reference)
-    else:
-        from .numbers import spell_numbers
-
-        hypothesis, reference = spell_numbers(hypothesis, language), spell_numbers(reference, language)
-    return word_errors(hypothesis, reference)
+    """The project's WER (`speech.eval.quality.word_errors`): numbers are spelled out in the
+    target language on both sides (Whisper writes "25" or "vinte e cinco" unpredictably)."""
+    return word_errors(reference, hypothesis, language)
 
 
 def roundtrip(registry, samples: np.ndarray, rate: int, text: str, language: str,

@@ -13,6 +13,7 @@ condensation that keep the listener's lag bounded.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from speech.channel import Channel, EndOfStream
+from speech.calls import model_call
 from speech.clock import Clock, StageClock
 from speech.events import EventLog
 from speech.types import AudioChunk, TextUpdate
@@ -42,13 +44,14 @@ class TtsStage:
     chunker: ChunkerConfig = field(default_factory=ChunkerConfig)
     joins: JoinConfig = field(default_factory=JoinConfig)
     pace: PaceConfig = field(default_factory=PaceConfig)
+    call_timeout_s: float | None = 30.0  # a synthesiser call that hangs ends the session with a named error
     name: str = "tts"
 
     async def run(self, inbox: Channel[TextUpdate], outbox: Channel[AudioChunk]) -> None:
         timer = self.clock.stage(self.name)
         chunker = TextChunker(self.chunker)
         self._schedule = ListenerSchedule(self.synthesizer.sample_rate, self.joins.fade_ms)
-        self._pace = PaceController(self.pace)
+        self._pace = PaceController(voice_limited(self.pace, self.synthesizer))
         totals = {"compute_s": 0.0, "audio_s": 0.0, "chunks": 0, "skipped": 0, "controlled": 0,
                   "faster": 0, "pauses_shortened": 0, "words_dropped": 0}
         seq = 0
@@ -91,7 +94,8 @@ class TtsStage:
         stream = synthesize_at(self.synthesizer, text, decision.speed)
         buffers: list[np.ndarray] = []
         first: float | None = None
-        while (chunk := await asyncio.to_thread(next, stream, None)) is not None:
+        while (chunk := await model_call(next, stream, None, timeout_s=self.call_timeout_s,
+                                         what=f"synthesising {text[:40]!r}")) is not None:
             if first is None:
                 # The first sample exists now; the rest of the synthesis continues from here.
                 first = timer.end()
@@ -142,6 +146,15 @@ class TtsStage:
         totals.setdefault("_speeds", []).append(decision.speed)
 
 
+def voice_limited(pace: PaceConfig, synthesizer: Any) -> PaceConfig:
+    """The duration control capped at the voice's own fastest intelligible speed (a synthesiser's
+    `max_speed`, measured by round trip: within 5 points of its WER at normal speed)."""
+    limit = getattr(synthesizer, "max_speed", None)
+    if not pace.control or not limit or pace.max_speed <= limit:
+        return pace
+    return dataclasses.replace(pace, max_speed=limit, min_speed=min(pace.min_speed, limit))
+
+
 def word_times(words: list[Word], piece: SpeechPiece, duration: float) -> list[list]:
     """Per spoken word: [text, when its source was spoken (None: unknown), offset in the chunk]."""
     spoken = {id(w): t for w, t in zip(piece.words, piece.spoken_times)}
@@ -156,9 +169,9 @@ def word_times(words: list[Word], piece: SpeechPiece, duration: float) -> list[l
 
 
 def chunker_config(config, synthesizer=None) -> ChunkerConfig:
-    """The synthesiser's preferred chunking (if any), overridden by config.extra["tts_chunker"]."""
+    """The synthesiser's preferred chunking (if any), overridden by config.tts_options.chunker."""
     options = dict(getattr(synthesizer, "chunk_defaults", {}))
-    options.update(config.extra.get("tts_chunker", {}))
+    options.update(config.tts_options.chunker)
     return ChunkerConfig(**options)
 
 
@@ -166,6 +179,6 @@ def build_stage(registry, config, clock: Clock, log: EventLog) -> TtsStage:
     """The pipeline's TTS stage for `config.target` (voice: `config.voice`, see tts.backends)."""
     from .backends import create_synthesizer
 
-    synthesizer = create_synthesizer(registry, config.target, config.voice, **config.extra.get("tts_options", {}))
+    synthesizer = create_synthesizer(registry, config.target, config.voice, **config.tts_options.engine)
     return TtsStage(synthesizer, clock, log, chunker=chunker_config(config, synthesizer),
-                    pace=PaceConfig(**config.extra.get("tts_pace", {})))
+                    pace=PaceConfig(**config.tts_options.pace))

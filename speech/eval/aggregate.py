@@ -7,16 +7,22 @@ import json
 from pathlib import Path
 from statistics import mean, median
 
-from .metrics import percentile
-from .quality import corpus_scores, normalize
+from speech.asr.normalize import normalize
+from speech.stats import percentile
+
+from .quality import corpus_scores
 
 # Figures averaged over utterances, as SimulEval averages its per-instance latency scores.
 MEAN_PREFIXES = ("mt_", "audio_", "ttfa_")
 NOT_AVERAGED = {"mt_text", "mt_words"}
 
 
-def aggregate(rows: list[dict]) -> dict:
-    """`rows`: per-utterance metrics (each with `reference` when one exists)."""
+def aggregate(rows: list[dict], target: str = "") -> dict:
+    """`rows`: per-utterance metrics (each with `reference` when one exists); `target`: the
+    translation's language (ASR-BLEU normalises the heard output and the reference in it).
+
+    Latencies are means over the utterances that have them: an utterance whose translation is
+    empty has no latency and is counted in `mt_empty_outputs` instead of being averaged as 0."""
     out: dict = {"utterances": len(rows), "source_s": sum(r.get("source_s") or 0 for r in rows)}
     errors = [r for r in rows if r.get("asr_ref_words")]
     if errors:
@@ -33,7 +39,8 @@ def aggregate(rows: list[dict]) -> dict:
         heard = [r for r in with_ref if "output_asr_text" in r]
         if heard:
             asr = corpus_scores(
-                [normalize(r["output_asr_text"]) for r in heard], [normalize(r["reference"]) for r in heard]
+                [normalize(r["output_asr_text"], target) for r in heard],
+                [normalize(r["reference"], target) for r in heard],
             )
             out.update(asr_bleu=asr["bleu"], asr_chrf=asr["chrf"])
     keys = sorted({k for r in rows for k in r if k.startswith(MEAN_PREFIXES) and k not in NOT_AVERAGED})
@@ -41,6 +48,8 @@ def aggregate(rows: list[dict]) -> dict:
         values = [r[key] for r in rows if isinstance(r.get(key), (int, float)) and not isinstance(r.get(key), bool)]
         if values:
             out[key] = mean(values)
+    if any("mt_words" in r for r in rows):
+        out["mt_empty_outputs"] = sum(1 for r in rows if r.get("mt_words") == 0)
     erasures = [r["mt_erasure"] for r in rows if r.get("mt_erasure") is not None]
     if erasures:
         out["mt_erasure"] = mean(erasures)

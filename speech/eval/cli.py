@@ -20,7 +20,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("manifest", help="JSON lines: file, transcript, ref_<target>, optional lang")
     parser.add_argument("--source", required=True, help="source language (ISO 639-1, e.g. en)")
     parser.add_argument("--target", required=True, help="target language (ISO 639-1, e.g. es)")
-    parser.add_argument("--config", help="JSON or TOML file of PipelineConfig fields (defaults otherwise)")
+    parser.add_argument("--config", metavar="FILE.toml",
+                        help="TOML (or JSON) file of PipelineConfig keys and tables, as `speech config show eval` prints")
+    from ..configuration import add_device_flag
+
+    add_device_flag(parser)
     parser.add_argument("--out", help="run folder (default: runs/eval-SOURCE-TARGET)")
     parser.add_argument("--clock", choices=("simulated", "wall", "both"), default="simulated",
                         help="simulated: as fast as possible, computation-aware times emulated (default); "
@@ -30,7 +34,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gap", type=float, default=1.0, help="seconds of silence between joined recordings (long-form)")
     parser.add_argument("--sweep", action="append", default=[], metavar="NAME=V1,V2",
                         help="evaluate every value (repeatable; combinations of all sweeps); "
-                             "NAME: a PipelineConfig field, policy (= asr_policy) or extra.NAME")
+                             "NAME: a PipelineConfig field, policy (= asr_policy), a typed option such as "
+                             "asr_options.update_s, or extra.NAME")
     parser.add_argument("--limit", type=int, help="only the first N usable recordings")
     parser.add_argument("--no-asr-bleu", action="store_true", help="skip transcribing the output speech")
     parser.add_argument("--asr-bleu-model", default="whisper-base", help="recogniser for ASR-BLEU (default whisper-base)")
@@ -39,7 +44,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..errors import UserError
-    from .configs import load_config, parse_sweep
+    from .configs import parse_sweep
     from .manifest import check_language, read_manifest
     from .run import EvalOptions, evaluate
 
@@ -49,7 +54,9 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--limit must be at least 1")
     if args.gap < 0:
         raise UserError("--gap must not be negative")
-    base = load_config(args.config, source, target)
+    from ..configuration import resolve
+
+    base = resolve("eval", args).config.replace(source=source, target=target)
     sweeps = [parse_sweep(s) for s in args.sweep]
     manifest = read_manifest(args.manifest, source, target, limit=args.limit)
     for s in manifest.skipped:
@@ -60,6 +67,9 @@ def run(args: argparse.Namespace) -> int:
     from ..backends import default_registry
 
     registry = default_registry()
+    from ..devices import check_devices
+
+    check_devices(base, registry)  # one line for --device cuda where there is none, before any model loads
     out = Path(args.out or f"runs/eval-{source}-{target}")
     opts = EvalOptions(
         manifest=manifest, source=source, target=target, out=out, base=base, sweeps=sweeps,

@@ -26,8 +26,26 @@ def _fields() -> dict[str, Any]:
     return {f.name: hints[f.name] for f in dataclasses.fields(PipelineConfig)}
 
 
+def _option_field(key: str) -> Any:
+    """The type of a typed stage option `TABLE.NAME` (asr_options.update_s), or None."""
+    table, dot, name = key.partition(".")
+    if not dot or table not in _fields() or not dataclasses.is_dataclass(_fields()[table]):
+        return None
+    hints = typing.get_type_hints(_fields()[table])
+    return hints.get(name)
+
+
 def coerce(key: str, text: str) -> Any:
     """A command-line value as the PipelineConfig field's type (extra.NAME: number if it parses)."""
+    option = _option_field(key)
+    if option is not None:
+        from ..options import check_value
+
+        try:
+            value = json.loads(text.lower() if text.lower() in ("true", "false", "null") else text)
+        except json.JSONDecodeError:
+            value = text
+        return check_value(value, option, key)
     if key.startswith("extra."):
         for cast in (int, float):
             try:
@@ -54,9 +72,12 @@ def canonical_key(key: str) -> str:
     key = ALIASES.get(key.strip(), key.strip())
     if key.startswith("extra.") and len(key) > 6:
         return key
+    if _option_field(key) is not None:
+        return key  # a typed stage option: asr_options.update_s, mt_options.device, ...
     known = set(_fields()) - FIXED - {"extra"}
     if key not in known:
-        raise UserError(f"cannot sweep {key!r}; sweepable: {', '.join(sorted(known))}, policy (= asr_policy), extra.NAME")
+        raise UserError(f"cannot sweep {key!r}; sweepable: {', '.join(sorted(known))}, policy (= asr_policy), "
+                        "TABLE.NAME of a typed option (asr_options.update_s), extra.NAME")
     return key
 
 
@@ -70,31 +91,13 @@ def parse_sweep(spec: str) -> tuple[str, list[Any]]:
 
 
 def load_config(path: str | None, source: str, target: str) -> PipelineConfig:
-    """The base configuration: PipelineConfig defaults, overridden by a JSON or TOML file."""
-    data: dict[str, Any] = {}
-    if path:
-        p = Path(path)
-        try:
-            text = p.read_text(encoding="utf-8")
-            if p.suffix == ".toml":
-                import tomllib
+    """The base configuration: PipelineConfig defaults, overridden by a TOML or JSON file
+    (speech.configuration: the same keys as the API, checked with one-line errors)."""
+    import argparse
 
-                data = tomllib.loads(text)
-            else:
-                data = json.loads(text)
-        except FileNotFoundError:
-            raise UserError(f"{p}: no such configuration file") from None
-        except (OSError, ValueError) as e:
-            raise UserError(f"{p}: not a valid JSON/TOML configuration ({e})") from None
-        if not isinstance(data, dict):
-            raise UserError(f"{p}: the configuration must be an object of PipelineConfig fields")
-        unknown = set(data) - set(_fields())
-        if unknown:
-            raise UserError(f"{p}: unknown field(s) {sorted(unknown)}; fields: {', '.join(_fields())}")
-        if "stages" in data:
-            data["stages"] = tuple(data["stages"])
-    data.update(source=source, target=target)
-    return PipelineConfig(**data)
+    from ..configuration import resolve
+
+    return resolve("eval", argparse.Namespace(config=path)).config.replace(source=source, target=target)
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,9 @@ def combinations(base: PipelineConfig, sweeps: list[tuple[str, list[Any]]], cloc
         for key, value in zip(keys, values):
             if key.startswith("extra."):
                 extra[key[6:]] = value
+            elif _option_field(key) is not None:
+                table, _, name = key.partition(".")
+                config = config.replace(**{table: dataclasses.replace(getattr(config, table), **{name: value})})
             else:
                 config = config.replace(**{key: value})
         config = config.replace(extra=extra)

@@ -21,13 +21,13 @@ shared by `speech eval`, `speech bench s2st` (clips and long talks) and the serv
 from __future__ import annotations
 
 from dataclasses import dataclass
-from statistics import mean, median
+from statistics import mean
 from typing import Iterable, Sequence
 
 from speech.tts.listener import ListenerSchedule
 
 from .latency import average_lagging, average_token_delay, length_adaptive_average_lagging
-from .metrics import percentile
+from speech.stats import percentile
 
 READY = {"ca": "wall_time", "cu": "source_time"}
 
@@ -116,7 +116,7 @@ def listener_latency(
         out["LAAL"] = length_adaptive_average_lagging(delays, source_length, target)
     lags = [w.lag for w in words if w.lag is not None]
     if lags:
-        out.update(lag_mean=mean(lags), lag_p50=median(lags), lag_p90=percentile(lags, 90), lag_max=max(lags))
+        out.update(lag_mean=mean(lags), lag_p50=percentile(lags, 50), lag_p90=percentile(lags, 90), lag_max=max(lags))
     return out
 
 
@@ -132,7 +132,7 @@ def lag_per_minute(words: Sequence[HeardWord], minute: float = 60.0) -> list[dic
     for m in range(max(buckets) + 1):
         lags = buckets.get(m, [])
         out.append({"minute": m, "words": len(lags),
-                    "p50": median(lags) if lags else None,
+                    "p50": percentile(lags, 50) if lags else None,
                     "p90": percentile(lags, 90) if lags else None,
                     "max": max(lags) if lags else None})
     return out

@@ -14,7 +14,9 @@ from pathlib import Path
 import numpy as np
 
 from .metrics import Emitted, translation_latency
-from .quality import normalize, sentence_scores
+from speech.asr.normalize import normalize
+
+from .quality import sentence_scores
 
 RATE = 16000
 
@@ -51,11 +53,16 @@ def join_recordings(paths: list[Path], gap_s: float, out: Path) -> list[Segment]
 def align_to_references(hypothesis: list[str], references: list[str]) -> list[int]:
     """The reference index each hypothesis word belongs to (a monotone split).
 
-    Levenshtein alignment of the normalised hypothesis words against the concatenated normalised
-    reference words; a matched or substituted word takes its reference word's segment, an
-    inserted word the segment of the reference word aligned before it (the first one if none).
+    jiwer's word alignment (the one WER's) of the normalised hypothesis words against the
+    concatenated normalised reference words; a matched or substituted word takes its reference
+    word's segment, an inserted word the segment of the reference word aligned before it (the
+    first one if none).
     """
-    hyp = [normalize(w) for w in hypothesis]
+    import jiwer
+
+    # One token per hypothesis word, whatever normalisation made of it ("25" -> "twenty five",
+    # "," -> ""), so alignment positions are hypothesis word positions.
+    hyp = [normalize(w).replace(" ", "_") or "\u2205" for w in hypothesis]
     ref: list[str] = []
     seg_of: list[int] = []
     for i, r in enumerate(references):
@@ -67,31 +74,14 @@ def align_to_references(hypothesis: list[str], references: list[str]) -> list[in
         return []
     if m == 0:
         return [0] * n
-    # cost[i][j]: edit distance of hyp[:i] and ref[:j]; kept whole for the backtrace.
-    cost = np.zeros((n + 1, m + 1), dtype=np.int32)
-    cost[:, 0] = np.arange(n + 1)
-    cost[0, :] = np.arange(m + 1)
-    ref_arr = np.array(ref, dtype=object)
-    for i in range(1, n + 1):
-        sub = cost[i - 1, :-1] + (ref_arr != hyp[i - 1])
-        dele = cost[i - 1, 1:] + 1
-        row = np.minimum(sub, dele)
-        # insertions along the row (ref word skipped) need a left-to-right pass
-        cur = cost[i]
-        for j in range(1, m + 1):
-            cur[j] = min(row[j - 1], cur[j - 1] + 1)
-    owner = [-1] * n
-    i, j = n, m
-    while i > 0:
-        if j > 0 and cost[i, j] == cost[i - 1, j - 1] + (ref[j - 1] != hyp[i - 1]):
-            owner[i - 1] = seg_of[j - 1]
-            i, j = i - 1, j - 1
-        elif cost[i, j] == cost[i - 1, j] + 1:  # hypothesis word inserted
-            owner[i - 1] = seg_of[j - 1] if j > 0 else 0
-            i -= 1
-        else:  # reference word deleted
-            j -= 1
-    # keep the split monotone (ties in the backtrace could otherwise interleave)
+    owner = [0] * n
+    for chunk in jiwer.process_words(" ".join(ref), " ".join(hyp)).alignments[0]:
+        for k in range(chunk.hyp_start_idx, chunk.hyp_end_idx):
+            if chunk.type in ("equal", "substitute"):
+                owner[k] = seg_of[chunk.ref_start_idx + k - chunk.hyp_start_idx]
+            else:  # inserted: the segment of the reference word before it
+                owner[k] = seg_of[chunk.ref_start_idx - 1] if chunk.ref_start_idx > 0 else 0
+    # keep the split monotone (ties in the alignment could otherwise interleave)
     for k in range(1, n):
         owner[k] = max(owner[k], owner[k - 1])
     return owner

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from statistics import median
-from typing import Iterable, Sequence
+from typing import Iterable
 
 from ..events import updates
+from ..stats import percentile
 from ..types import Word
+from .erasure import erasure_rate
 from .latency import text_latency
 from .quality import sentence_scores, word_errors
 
@@ -36,33 +38,14 @@ def committed_words(records: list[dict], stage: str) -> list[Emitted]:
 
 
 def normalized_erasure(records: list[dict], stage: str) -> float | None:
-    """Tokens erased from the displayed text (committed + tentative) over the final length
-    (Arivazhagan et al. 2020: re-translation's flicker); 0 for a stage that never retracts."""
-    shown: list[str] = []
+    """Erasure of the stage's displayed text (committed + tentative) over its final length
+    (see erasure.py); 0 for a stage that never retracts."""
+    displays: list[list[str]] = [[]]
     committed: list[str] = []
-    erased = 0
     for u in updates(records, stage):
         committed.extend(w.text for w in u.committed)
-        new = committed + [w.text for w in u.tentative]
-        common = 0
-        for a, b in zip(shown, new):
-            if a != b:
-                break
-            common += 1
-        erased += len(shown) - common
-        shown = new
-    return erased / len(committed) if committed else None
-
-
-def percentile(values: Sequence[float], q: float) -> float | None:
-    """Linear-interpolation percentile (numpy's default), q in [0, 100]."""
-    if not values:
-        return None
-    xs = sorted(values)
-    pos = (len(xs) - 1) * q / 100
-    lo = int(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+        displays.append(committed + [w.text for w in u.tentative])
+    return erasure_rate(displays, len(committed))
 
 
 def commit_lags(words: list[Emitted], clock: str) -> list[float]:
@@ -145,8 +128,10 @@ def utterance_metrics(
     transcript: str | None = None,
     reference: str | None = None,
     duration: float | None = None,
+    language: str = "en",
 ) -> dict:
-    """Everything one utterance's log says. Keys absent = not measurable (said in `notes`)."""
+    """Everything one utterance's log says. Keys absent = not measurable (said in `notes`).
+    `language`: the source language (the transcript's), for WER's normalisation."""
     notes: list[str] = []
     src_len = source_duration(records) or duration
     out: dict = {"source_s": src_len}
@@ -156,7 +141,7 @@ def utterance_metrics(
     asr = committed_words(records, "asr")
     out["asr_text"] = " ".join(e.word.text for e in asr)
     if transcript is not None:
-        counts = word_errors(out["asr_text"], transcript)
+        counts = word_errors(transcript, out["asr_text"], language)
         out.update(asr_errors=counts.errors, asr_ref_words=counts.words, wer=counts.wer)
     else:
         notes.append("no transcript: WER left out")

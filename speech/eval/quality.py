@@ -1,25 +1,17 @@
 """Quality scores: WER for recognition, BLEU and chrF (sacrebleu) for translation.
 
-Recognition is scored on normalised text (lower case, no punctuation) because the references
-(FLEURS, LibriVox) are written that way; translation is scored on the cased, punctuated text
-against cased references, as sacrebleu expects.
+WER is the one word error rate of the project (`speech eval`, `speech bench asr`, the synthesis
+round trip): jiwer's word alignment on texts normalised by `speech.asr.normalize.normalize` in the
+text's language (lower case, no punctuation, numbers spelled out), always called as
+`word_errors(reference, hypothesis)`. Translation is scored on the cased, punctuated text against
+cased references, as sacrebleu expects.
 """
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from dataclasses import dataclass
 
-_PUNCT = re.compile(r"[^\w\s']|_", re.UNICODE)
-
-
-def normalize(text: str) -> str:
-    """Lower case, punctuation removed (apostrophes inside words kept), spaces collapsed."""
-    text = unicodedata.normalize("NFKC", text).lower()
-    text = _PUNCT.sub(" ", text)
-    text = re.sub(r"(?<!\w)'|'(?!\w)", " ", text)
-    return " ".join(text.split())
+from speech.asr.normalize import normalize
 
 
 @dataclass(frozen=True)
@@ -27,26 +19,29 @@ class ErrorCounts:
     """Word errors of one or more utterances; add them up for a corpus WER."""
 
     errors: int = 0
-    words: int = 0
+    words: int = 0  # reference words
 
     def __add__(self, other: "ErrorCounts") -> "ErrorCounts":
         return ErrorCounts(self.errors + other.errors, self.words + other.words)
 
     @property
     def wer(self) -> float | None:
+        """Errors over reference words; None without reference words (not measurable)."""
         return self.errors / self.words if self.words else None
 
 
-def word_errors(hypothesis: str, reference: str) -> ErrorCounts:
-    """Levenshtein word errors of normalised texts (substitutions + deletions + insertions)."""
-    hyp, ref = normalize(hypothesis).split(), normalize(reference).split()
-    prev = list(range(len(hyp) + 1))
-    for i, r in enumerate(ref, 1):
-        cur = [i] + [0] * len(hyp)
-        for j, h in enumerate(hyp, 1):
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (r != h))
-        prev = cur
-    return ErrorCounts(prev[-1], len(ref))
+def word_errors(reference: str, hypothesis: str, language: str = "en") -> ErrorCounts:
+    """Substitutions + deletions + insertions turning the normalised reference into the
+    normalised hypothesis, and the number of reference words."""
+    import jiwer
+
+    ref, hyp = normalize(reference, language), normalize(hypothesis, language)
+    if not ref:
+        return ErrorCounts(len(hyp.split()), 0)
+    if not hyp:
+        return ErrorCounts(len(ref.split()), len(ref.split()))
+    out = jiwer.process_words(ref, hyp)
+    return ErrorCounts(out.substitutions + out.deletions + out.insertions, len(ref.split()))
 
 
 def sentence_scores(hypothesis: str, reference: str) -> dict[str, float]:

@@ -101,7 +101,7 @@ def evaluate(opts: EvalOptions, registry: Any, progress_stream: Any = None) -> d
 
                 rows, stream, notes = evaluate_long_form(opts, registry, combo, folder, transcriber, skipped)
                 bar.update(1, status=combo.label)
-                agg = aggregate(rows)
+                agg = aggregate(rows, combo.config.target)
                 agg.update(stream)
             else:
                 rows, notes = [], []
@@ -110,7 +110,7 @@ def evaluate(opts: EvalOptions, registry: Any, progress_stream: Any = None) -> d
                     bar.update(1, status=f"{combo.label} {item.id}{' (done earlier)' if row and row.get('_resumed') else ''}")
                     if row is not None:
                         rows.append(row)
-                agg = aggregate(rows)
+                agg = aggregate(rows, combo.config.target)
                 notes = sorted({n for r in rows for n in r.get("notes", "").split(" | ") if n})
             if opts.asr_bleu and transcriber is None:
                 notes.append("ASR-BLEU left out: no recogniser for the target language")

@@ -143,12 +143,14 @@ def evaluate_recording(
     if len(samples):
         write_wav(folder / OUTPUT, samples, rate)
     records = read_events(folder / EVENTS)
-    metrics = utterance_metrics(records, transcript, reference)
+    metrics = utterance_metrics(records, transcript, reference, language=config.source)
     if transcribe is not None and reference and len(samples):
-        from .quality import normalize, sentence_scores
+        from speech.asr.normalize import normalize
+
+        from .quality import sentence_scores
 
         metrics["output_asr_text"] = transcribe(*sink.compact())
-        scores = sentence_scores(normalize(metrics["output_asr_text"]), normalize(reference))
+        scores = sentence_scores(normalize(metrics["output_asr_text"], config.target), normalize(reference, config.target))
         metrics.update(asr_bleu=scores["bleu"], asr_chrf=scores["chrf"])
     metrics.update(extra or {})
     write_json_atomic(folder / METRICS, metrics)

@@ -17,10 +17,31 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8765, help="TCP port (default 8765; 0 picks a free one)")
     parser.add_argument("--token", default=os.environ.get("SPEECH_TOKEN", ""),
                         help="clients must send this token in their hello (default: $SPEECH_TOKEN; empty: no check)")
-    parser.add_argument("--max-sessions", type=int, default=2, help="concurrent sessions (default 2: one per core)")
+    parser.add_argument("--max-sessions", type=int, default=None,
+                        help="concurrent sessions; the thread budget is sized for them (default: one per core, "
+                             "what benchmarks/load.py showed a machine holds in real time; docs/deploy.md)")
+    parser.add_argument("--replica-id", default="",
+                        help="a name for this server among replicas behind a load balancer (letters, digits); "
+                             "session ids start with it, so a balancer can route a listener by its session "
+                             "(deploy/haproxy.cfg)")
+    parser.add_argument("--engine", choices=("plain", "ray"), default="plain",
+                        help="plain: this process serves (default); ray: a Ray Serve deployment of replicas "
+                             "(needs the 'ray' extra; docs/deploy.md)")
+    parser.add_argument("--ray-max-replicas", type=int, default=1, metavar="N",
+                        help="--engine ray: replicas autoscaling may reach (default 1), each with --max-sessions")
+    parser.add_argument("--ray-replica-cpus", type=int, default=0, metavar="N",
+                        help="--engine ray: CPUs each replica reserves and budgets threads for "
+                             "(default 0: every core of its node)")
     parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
                         help="a browser origin allowed besides the server's own (repeatable), e.g. https://example.org")
-    parser.add_argument("--asr-model", default="whisper-tiny.en", help="recogniser (default whisper-tiny.en)")
+    parser.add_argument("--asr-model", default="whisper-base",
+                        help="recogniser (default whisper-base: multilingual, any source language)")
+    parser.add_argument("--fast-english", action="store_true",
+                        help="sessions whose hello says English use whisper-tiny.en (faster, English only)")
+    parser.add_argument("--resume-grace", type=float, default=30.0, metavar="SECONDS",
+                        help="how long a dropped speaker may resume its session (default 30; 0: no resume)")
+    parser.add_argument("--max-listeners", type=int, default=100,
+                        help="listener connections per session (default 100)")
     parser.add_argument("--mt-backend", default="default", help="translator (default: the best for the pair)")
     parser.add_argument("--voice", default="default", help="synthesis voice (default: the target language's)")
     parser.add_argument("--warm-up", default="en:es", metavar="SRC:TGT",
@@ -33,6 +54,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "or 'mt_options={\"threads\": 1}'")
     parser.add_argument("--log-dir", type=Path, help="write one event log per session here")
     parser.add_argument("--pipeline", help=argparse.SUPPRESS)  # module:function, a custom factory (tests)
+    from ..configuration import add_config_flag, add_device_flag
+
+    add_config_flag(parser)
+    from speech.tts.pace import add_pace_arguments
+
+    add_pace_arguments(parser)
+    add_device_flag(parser)
 
 
 def _pair(text: str) -> tuple[str, str] | None:
@@ -60,16 +88,27 @@ def parse_extra(items: list[str]) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not 0 <= args.port <= 65535:
-        raise UserError(f"--port {args.port} is out of range (0-65535)")
-    if args.max_sessions < 1:
-        raise UserError("--max-sessions must be at least 1")
-    warm = _pair(args.warm_up)
+    from ..configuration import resolve
+
+    if args.replica_id and not args.replica_id.isalnum():
+        raise UserError(f"--replica-id must be letters and digits only, got {args.replica_id!r}")
+    effective = resolve("serve", args)  # defaults < --config FILE < flags; checks ports and counts
+    server = effective.server
+    args.host, args.port, args.token, args.max_sessions = server.host, server.port, server.token, server.max_sessions
+    args.allow_origin, args.log_dir = list(server.allow_origins), Path(server.log_dir) if server.log_dir else None
+    args.resume_grace, args.max_listeners, args.fast_english = server.resume_grace, server.max_listeners, server.fast_english
+    args.base_config = effective.config
+    warm = _pair(server.warm_up)
+    if args.engine == "ray":
+        from .ray_engine import serve_ray
+
+        return serve_ray(args, warm)
     return asyncio.run(_serve(args, warm))
 
 
 async def _serve(args: argparse.Namespace, warm: tuple[str, str] | None) -> int:
     from ..backends import default_registry
+    from ..budget import ThreadBudget
     from ..pipeline import PipelineConfig
     from .pipelines import RealPipeline, load_factory
     from .protocol import Hello
@@ -78,11 +117,18 @@ async def _serve(args: argparse.Namespace, warm: tuple[str, str] | None) -> int:
     from .memory import limit_arenas
 
     limit_arenas()  # before any worker thread exists (see speech.server.memory)
-    registry = default_registry()
-    extra = {"asr_update_s": args.asr_update_s} if args.asr_update_s > 0 else {}
-    extra.update(parse_extra(args.extra))
-    base = PipelineConfig(asr_model=args.asr_model, mt_backend=args.mt_backend, voice=args.voice, extra=extra)
-    factory = load_factory(args.pipeline, registry, base) if args.pipeline else RealPipeline(registry, base)
+    budget = ThreadBudget.for_machine(sessions=args.max_sessions)
+    print(f"speech serve: thread budget {budget.describe()}", file=sys.stderr, flush=True)
+    registry = default_registry(budget)
+    base = getattr(args, "base_config", None) or PipelineConfig(asr_model=args.asr_model, mt_backend=args.mt_backend,
+                                                                voice=args.voice)
+    base = base.replace(extra=parse_extra(args.extra))  # known keys move onto the typed options
+    if warm:
+        from ..devices import check_devices
+
+        check_devices(base.replace(source=warm[0], target=warm[1]), registry)
+    english = "whisper-tiny.en" if args.fast_english else None
+    factory = load_factory(args.pipeline, registry, base) if args.pipeline else RealPipeline(registry, base, english)
     if warm and hasattr(factory, "warm_up"):
         print(f"speech serve: loading models for {warm[0]}->{warm[1]} ...", file=sys.stderr, flush=True)
         try:
@@ -90,7 +136,9 @@ async def _serve(args: argparse.Namespace, warm: tuple[str, str] | None) -> int:
         except Exception as e:  # noqa: BLE001 - say which pair failed and how to skip it
             raise UserError(f"warm-up {warm[0]}:{warm[1]} failed ({type(e).__name__}: {e}); try --warm-up none") from e
     config = ServerConfig(host=args.host, port=args.port, token=args.token, max_sessions=args.max_sessions,
-                          allowed_origins=tuple(args.allow_origin), log_dir=args.log_dir)
+                          allowed_origins=tuple(args.allow_origin), log_dir=args.log_dir,
+                          resume_grace=args.resume_grace, max_listeners=args.max_listeners,
+                          replica_id=args.replica_id)
     server = SpeechServer(config, factory)
     try:
         await server.start()

@@ -6,16 +6,9 @@ import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
 
+from speech.stats import percentile
 
-def percentile(values: list[float] | deque[float], q: float) -> float | None:
-    """Linear-interpolated percentile (q in 0..100); None for no values."""
-    data = sorted(values)
-    if not data:
-        return None
-    pos = (len(data) - 1) * q / 100.0
-    lo = int(pos)
-    hi = min(lo + 1, len(data) - 1)
-    return data[lo] + (data[hi] - data[lo]) * (pos - lo)
+__all__ = ["Metrics", "percentile"]  # percentile: re-exported for the connection's summary
 
 
 @dataclass
@@ -25,15 +18,21 @@ class Metrics:
     sessions_total: int = 0
     sessions_completed: int = 0
     connections_open: int = 0
+    listeners_total: int = 0
     rejected: Counter = field(default_factory=Counter)  # busy, unauthorized, ...
     errors: Counter = field(default_factory=Counter)  # by error code
     audio_in_s: float = 0.0
     audio_out_s: float = 0.0
     recent_lags: deque = field(default_factory=lambda: deque(maxlen=2000))
     recent_rtfs: deque = field(default_factory=lambda: deque(maxlen=200))
+    recent_listener_lags: deque = field(default_factory=lambda: deque(maxlen=2000))
 
     def observe_lag(self, lag: float) -> None:
         self.recent_lags.append(lag)
+
+    def observe_listener_lag(self, lag: float) -> None:
+        """A translated word heard: when the listener hears it - when its source word arrived."""
+        self.recent_listener_lags.append(lag)
 
     def to_json(self) -> dict:
         import psutil
@@ -49,11 +48,15 @@ class Metrics:
                 "completed": self.sessions_completed,
             },
             "connections_open": self.connections_open,
+            "listeners_total": self.listeners_total,
             "rejected": dict(self.rejected),
             "errors": dict(self.errors),
             "audio_in_s": round(self.audio_in_s, 3),
             "audio_out_s": round(self.audio_out_s, 3),
             "lag_s": {"p50": _r(percentile(lags, 50)), "p90": _r(percentile(lags, 90)), "count": len(lags)},
+            "listener_lag_s": {"p50": _r(percentile(list(self.recent_listener_lags), 50)),
+                               "p90": _r(percentile(list(self.recent_listener_lags), 90)),
+                               "count": len(self.recent_listener_lags)},
             "rtf": {"mean": _r(sum(rtfs) / len(rtfs)) if rtfs else None, "count": len(rtfs)},
             "rss_bytes": rss,
         }

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Mapping
 
 import numpy as np
 
 from ..channel import Channel
 from ..clock import Clock, SimulatedClock
 from ..events import EventLog
-from ..pipeline import PipelineConfig, build_session
+from ..pipeline import PipelineConfig, Sink, build_session
 from ..registry import Registry
 from ..session import Session
 from ..types import AudioChunk
@@ -20,21 +20,30 @@ from .protocol import Hello
 
 @dataclass
 class RealPipeline:
-    """Builds `asr -> mt -> tts [-> codec]` per connection from `base` and the client's hello."""
+    """Builds `asr -> (mt -> tts [-> codec]) per target` per session from `base` and the hello.
+
+    The recogniser is `base.asr_model` (multilingual by default, so any source language works);
+    `english_asr_model`, when the operator sets one (e.g. whisper-tiny.en, for speed), replaces it
+    for sessions whose hello says the speaker speaks English.
+    """
 
     registry: Registry
     base: PipelineConfig
+    english_asr_model: str | None = None
 
     def config_for(self, hello: Hello) -> PipelineConfig:
         # pcm16 output is converted by the server itself; Opus needs the codec stage.
         stages = ("asr", "mt", "tts") + (("codec",) if hello.output_codec == "opus" else ())
-        return self.base.replace(source=hello.source, target=hello.target, stages=stages, codec=hello.output_codec)
+        targets = hello.all_targets
+        asr = self.english_asr_model if hello.source == "en" and self.english_asr_model else self.base.asr_model
+        return self.base.replace(source=hello.source, target=targets[0], targets=targets if len(targets) > 1 else (),
+                                 stages=stages, codec=hello.output_codec, asr_model=asr)
 
     def __call__(
         self,
         hello: Hello,
         source: Callable[[Channel[Any]], Awaitable[None]],
-        sink: Callable[[Channel[Any]], Awaitable[None]],
+        sink: Sink | Mapping[str, Sink],
         clock: Clock,
         log: EventLog,
     ) -> Session:
@@ -52,7 +61,7 @@ class RealPipeline:
             async for _ in inbox:
                 pass
 
-        session = self(hello, source, sink, SimulatedClock(), EventLog(keep=False))
+        session = self(hello, source, {t: sink for t in hello.all_targets}, SimulatedClock(), EventLog(keep=False))
         await session.run()
 
 

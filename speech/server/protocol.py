@@ -1,8 +1,10 @@
-"""The websocket protocol, version 1 (documented in docs/protocol.md).
+"""The websocket protocol, version 2 (documented in docs/protocol.md).
 
-Client -> server: one JSON `hello`, then binary audio frames (pcm16 little-endian mono, or one Opus
-packet per frame), then a JSON `end`. Server -> client: JSON events and binary output audio frames;
-each binary frame is announced by the JSON `audio` event sent just before it.
+Speaker (`/ws`), client -> server: one JSON `hello` (or a hello with `resume`), then binary audio
+frames (pcm16 little-endian mono, or one Opus packet per frame), then a JSON `end`. Server -> client:
+JSON events, each with a session-wide sequence number `seq`, and binary output audio frames; each
+binary frame is announced by the JSON `audio` event sent just before it. Listener
+(`/ws/listen?session=ID&target=xx`): sends nothing, receives one target's events and audio.
 
 Everything a client sends is validated here; a violation raises `ProtocolError`, which the server
 turns into one `error` event and a closed connection.
@@ -15,7 +17,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-VERSION = 1
+VERSION = 2
+ACCEPTED_VERSIONS = (1, 2)  # version 1 hellos are a subset; the events are version 2's
 
 INPUT_CODECS = ("pcm16", "opus")
 OUTPUT_CODECS = ("pcm16", "opus")
@@ -27,6 +30,8 @@ MAX_TEXT_BYTES = 8 * 1024  # a JSON control message
 MAX_AUDIO_FRAME_BYTES = 256 * 1024  # 1.3 s of pcm16 at 96 kHz
 MAX_TRANSPORT_BYTES = 1024 * 1024  # websockets closes with 1009 beyond this
 LANGUAGE_CHARS = set("abcdefghijklmnopqrstuvwxyz-")
+MAX_TARGETS = 8
+MAX_ID_CHARS = 100
 
 # Close codes (RFC 6455 + registered ones).
 CLOSE_NORMAL = 1000
@@ -49,6 +54,18 @@ class ProtocolError(Exception):
 
 
 @dataclass(frozen=True)
+class Resume:
+    """Continue a session after a dropped connection: every event after `last_seq` is sent again."""
+
+    session: str
+    token: str
+    last_seq: int = 0
+
+    def to_json(self) -> dict:
+        return {"session": self.session, "token": self.token, "last_seq": self.last_seq}
+
+
+@dataclass(frozen=True)
 class Hello:
     source: str
     target: str
@@ -57,9 +74,15 @@ class Hello:
     output_codec: str = "pcm16"
     token: str = ""
     client: str = ""  # free text, for the server log
+    targets: tuple[str, ...] = ()  # several targets; empty: just `target`
+    resume: Resume | None = None
+
+    @property
+    def all_targets(self) -> tuple[str, ...]:
+        return self.targets or (self.target,)
 
     def to_json(self) -> dict:
-        return {
+        out = {
             "type": "hello",
             "version": VERSION,
             "source": self.source,
@@ -70,6 +93,11 @@ class Hello:
             "token": self.token,
             "client": self.client,
         }
+        if self.targets:
+            out["targets"] = list(self.targets)
+        if self.resume is not None:
+            out["resume"] = self.resume.to_json()
+        return out
 
 
 def parse_message(raw: str | bytes) -> dict:
@@ -113,7 +141,7 @@ def parse_hello(msg: dict) -> Hello:
     if msg.get("type") != "hello":
         raise ProtocolError("hello_expected", f"the first message must be a JSON hello, got type {str(msg.get('type'))[:20]!r}")
     version = msg.get("version", VERSION)
-    if not isinstance(version, int) or isinstance(version, bool) or version != VERSION:
+    if not isinstance(version, int) or isinstance(version, bool) or version not in ACCEPTED_VERSIONS:
         raise ProtocolError("bad_version", f"this server speaks protocol version {VERSION}, got {str(version)[:20]!r}")
     rate = msg.get("sample_rate")
     if isinstance(rate, float) and math.isfinite(rate) and rate.is_integer():
@@ -140,15 +168,69 @@ def parse_hello(msg: dict) -> Hello:
             f"unknown output codec {output_codec[:20]!r}; use one of {', '.join(OUTPUT_CODECS)}",
             CLOSE_UNSUPPORTED,
         )
+    targets = _targets(msg)
+    source = _language(msg, "source")
+    if source in targets:
+        raise ProtocolError("bad_language", f"the source {source!r} is also a target; give other target languages")
     return Hello(
-        source=_language(msg, "source"),
-        target=_language(msg, "target"),
+        source=source,
+        target=targets[0],
         sample_rate=rate,
         codec=codec,
         output_codec=output_codec,
         token=_string(msg, "token", ""),
         client=_string(msg, "client", "")[:100],
+        targets=targets if "targets" in msg else (),
+        resume=_resume(msg.get("resume")),
     )
+
+
+def _targets(msg: dict) -> tuple[str, ...]:
+    """`targets: [...]` (several) or `target` (one); repeats removed."""
+    if "targets" not in msg:
+        return (_language(msg, "target"),)
+    value = msg["targets"]
+    if not isinstance(value, list) or not value:
+        raise ProtocolError("bad_hello", "hello 'targets' must be a non-empty list of language codes")
+    if len(value) > MAX_TARGETS:
+        raise ProtocolError("bad_hello", f"hello 'targets' may name at most {MAX_TARGETS} languages")
+    targets = tuple(dict.fromkeys(_language({"target": v}, "target") for v in value))
+    if "target" in msg and _language(msg, "target") not in targets:
+        raise ProtocolError("bad_hello", "hello 'target' must be one of 'targets' when both are given")
+    return targets
+
+
+def _resume(value: Any) -> Resume | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ProtocolError("bad_resume", "hello 'resume' must be an object {session, token, last_seq}")
+    session, token, last = value.get("session"), value.get("token"), value.get("last_seq", 0)
+    if not isinstance(session, str) or not session or len(session) > MAX_ID_CHARS:
+        raise ProtocolError("bad_resume", "resume 'session' must be the session id from ready")
+    if not isinstance(token, str) or len(token) > MAX_ID_CHARS:
+        raise ProtocolError("bad_resume", "resume 'token' must be the resume_token from ready")
+    if not isinstance(last, int) or isinstance(last, bool) or last < 0:
+        raise ProtocolError("bad_resume", "resume 'last_seq' must be the seq of the last event received (0: none)")
+    return Resume(session, token, last)
+
+
+@dataclass(frozen=True)
+class ListenRequest:
+    session: str
+    target: str
+    token: str = ""
+
+
+def parse_listen_query(query: dict[str, list[str]]) -> ListenRequest:
+    """`/ws/listen?session=ID&target=xx[&token=T]` (parsed with urllib.parse.parse_qs)."""
+    session = query.get("session", [""])[0]
+    if not session or len(session) > MAX_ID_CHARS:
+        raise ProtocolError("bad_listen", "give ?session=ID (from the speaker's ready) and &target=xx")
+    target = query.get("target", [""])[0].lower()
+    if not (2 <= len(target) <= 12) or not set(target) <= LANGUAGE_CHARS:
+        raise ProtocolError("bad_language", f"&target must be a language code like 'es', got {target[:20]!r}")
+    return ListenRequest(session, target, query.get("token", [""])[0])
 
 
 def dumps(event: dict[str, Any]) -> str:
@@ -163,8 +245,10 @@ def text_event(kind: str, record: dict, lag: float | None) -> dict:
     """A `recognition` or `translation` event from an EventLog `update` record."""
     committed = record.get("committed", [])
     tentative = record.get("tentative", [])
+    target = {"target": record["target"]} if kind == "translation" and record.get("target") else {}
     return {
         "type": kind,
+        **target,
         "committed": [w["text"] for w in committed],
         "tentative": [w["text"] for w in tentative],
         "final": bool(record.get("final", False)),

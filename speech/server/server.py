@@ -13,7 +13,7 @@ import mimetypes
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Protocol
+from typing import Any, Awaitable, Callable, Mapping, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -25,11 +25,12 @@ from ..clock import Clock
 from ..events import EventLog
 from ..session import Session
 from . import protocol as P
-from .connection import Connection
+from .connection import LISTEN_PATH, Connection
+from .hub import SessionHub
 from .memory import trim
 from .metrics import Metrics
 
-WEBSOCKET_PATHS = ("/", "/ws")
+WEBSOCKET_PATHS = ("/", "/ws", LISTEN_PATH)
 
 
 class PipelineFactory(Protocol):
@@ -37,7 +38,7 @@ class PipelineFactory(Protocol):
         self,
         hello: P.Hello,
         source: Callable[[Channel[Any]], Awaitable[None]],
-        sink: Callable[[Channel[Any]], Awaitable[None]],
+        sink: Mapping[str, Callable[[Channel[Any]], Awaitable[None]]],  # one per target
         clock: Clock,
         log: EventLog,
     ) -> Session: ...
@@ -55,6 +56,10 @@ class ServerConfig:
     shutdown_timeout: float = 30.0
     log_dir: Path | None = None  # one event log per session when set
     static_dir: Path | None = None  # the browser page; default: speech.demo's static/
+    resume_grace: float = 30.0  # seconds a dropped speaker has to resume its session (0: no resume)
+    max_listeners: int = 100  # listener connections per session
+    listener_max_pending: int = 4 * 1024 * 1024  # output a listener may leave unread before it is dropped
+    replica_id: str = ""  # prefix of this server's session ids behind a load balancer (deploy/)
 
 
 @dataclass
@@ -63,10 +68,18 @@ class SpeechServer:
     pipeline: PipelineFactory
     metrics: Metrics = field(default_factory=Metrics)
     connections: set[Connection] = field(default_factory=set)
-    _sessions: set[Connection] = field(default_factory=set)
+    _sessions: set[Any] = field(default_factory=set)  # live sessions holding a slot
     _server: Server | None = None
     _count: int = 0
     _closing: bool = False
+    hub: SessionHub = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.hub = SessionHub(self)
+
+    @property
+    def closing(self) -> bool:
+        return self._closing
 
     # -- lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
@@ -74,7 +87,7 @@ class SpeechServer:
             self._handle,
             self.config.host,
             self.config.port,
-            process_request=self._process_request,
+            process_request=self._answer,
             max_size=P.MAX_TRANSPORT_BYTES,
             compression=None,  # audio does not compress; deflate only costs CPU
             server_header=None,
@@ -96,10 +109,9 @@ class SpeechServer:
         if self._server is not None:
             self._server.close(close_connections=False)
         for conn in list(self.connections):
-            if conn in self._sessions:
-                conn.request_end()
-            elif conn.task is not None:
-                conn.task.cancel()  # still before its hello: nothing to flush
+            if conn.live is None and conn.task is not None:
+                conn.task.cancel()  # still before its hello, or a listener: nothing to flush
+        await self.hub.shutdown(self.config.shutdown_timeout)  # every session flushes, then says done
         pending = [c.task for c in self.connections if c.task is not None]
         if pending:
             done, still = await asyncio.wait(pending, timeout=self.config.shutdown_timeout)
@@ -117,7 +129,16 @@ class SpeechServer:
         await self.shutdown()
 
     # -- slots -----------------------------------------------------------------------------
-    def try_acquire(self, conn: Connection) -> bool:
+    @property
+    def full(self) -> bool:
+        return len(self._sessions) >= self.config.max_sessions
+
+    def session_id(self, token: str) -> str:
+        """A session id that names this replica first ("r1-<token>"), so a load balancer can send a
+        listener to the replica holding the session (deploy/haproxy.cfg)."""
+        return f"{self.config.replica_id}-{token}" if self.config.replica_id else token
+
+    def try_acquire(self, conn: Any) -> bool:
         if self._closing or len(self._sessions) >= self.config.max_sessions:
             return False
         self._sessions.add(conn)
@@ -125,7 +146,7 @@ class SpeechServer:
         self.metrics.sessions_total += 1
         return True
 
-    def release(self, conn: Connection) -> None:
+    def release(self, conn: Any) -> None:
         self._sessions.discard(conn)
         self.metrics.sessions_active = len(self._sessions)
 
@@ -149,7 +170,6 @@ class SpeechServer:
             except Exception:  # noqa: BLE001
                 pass
         finally:
-            self.release(conn)
             self.connections.discard(conn)
             self.metrics.connections_open = len(self.connections)
             if conn.input is not None:  # a session ran: give its freed memory back
@@ -166,6 +186,12 @@ class SpeechServer:
             return True
         return origin in self.config.allowed_origins
 
+    def _answer(self, connection: ServerConnection, request: Request) -> Response | None:
+        response = self._process_request(connection, request)
+        if response is not None and self.config.replica_id:
+            response.headers["X-Replica"] = self.config.replica_id  # which replica answered (deploy/)
+        return response
+
     def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
         url = urlsplit(request.path)
         upgrade = request.headers.get("Upgrade", "").lower() == "websocket"
@@ -178,8 +204,13 @@ class SpeechServer:
             if self._closing:
                 return _text(HTTPStatus.SERVICE_UNAVAILABLE, "the server is shutting down\n")
             return None
-        if request.path == "/healthz":
-            return _json(HTTPStatus.OK, {"status": "closing" if self._closing else "ok", "protocol": P.VERSION})
+        if url.path == "/healthz":
+            # 503 when no session slot is free (or closing), so a load balancer routes elsewhere.
+            replica = {"replica": self.config.replica_id} if self.config.replica_id else {}
+            if self._closing or self.full:
+                return _json(HTTPStatus.SERVICE_UNAVAILABLE, {"status": "closing" if self._closing else "full",
+                                                              "protocol": P.VERSION, **replica})
+            return _json(HTTPStatus.OK, {"status": "ok", "protocol": P.VERSION, **replica})
         if url.path == "/metrics":
             if self.config.token and not self._http_token_ok(request):
                 return _text(HTTPStatus.UNAUTHORIZED, "pass ?token=... or Authorization: Bearer ...\n")

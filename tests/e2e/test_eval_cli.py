@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import LIBRIVOX, REPO
+from tests.conftest import LIBRIVOX, REPO, require_data
 
 SPEECH = [sys.executable, "-m", "speech.cli"]
 
@@ -35,8 +35,7 @@ def test_empty_manifest_is_one_line_error(tmp_path):
 
 @pytest.mark.slow
 def test_eval_run_and_resume(tmp_path):
-    if not LIBRIVOX.exists():
-        pytest.skip("../shared/data is not beside the repository")
+    require_data(LIBRIVOX)
     rows = [json.loads(x) for x in (LIBRIVOX / "manifest.jsonl").read_text().splitlines() if x.strip()]
     short = min(rows, key=lambda r: r["duration_s"])
     m = tmp_path / "m.jsonl"

@@ -9,7 +9,7 @@ import sys
 import pytest
 import soundfile as sf
 
-from tests.conftest import LIBRIVOX, REPO
+from tests.conftest import LIBRIVOX, REPO, require_data
 
 CLIP = "sense_and_sensibility_01_austen_64kb-0880.wav"  # "he was not an ill disposed young man", 3 s
 
@@ -22,8 +22,7 @@ def speech(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def clip():
-    if not LIBRIVOX.exists():
-        pytest.skip("../shared/data is not beside the repository")
+    require_data(LIBRIVOX)
     return str(LIBRIVOX / CLIP)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import DATA, REPO
+from tests.conftest import DATA, REPO, require_data
 
 CLIP = DATA / "speech" / "leopard" / "test_pt.wav"
 SPEECH = [str(REPO / ".venv" / "bin" / "speech")] if (REPO / ".venv" / "bin" / "speech").exists() else [
@@ -25,8 +25,7 @@ def speech(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
 
 @pytest.mark.slow
 def test_translate_portuguese_speech_into_english_speech(tmp_path, registry):
-    if not CLIP.exists():
-        pytest.skip("../shared/data is not beside the repository")
+    require_data(CLIP)
     import soundfile as sf
 
     from speech.tts.roundtrip import roundtrip
@@ -68,3 +67,27 @@ def test_clear_errors_for_bad_input(tmp_path):
                       "--codec-rate", "22050")
     assert bad_rate.returncode == 2 and "Opus does not support 22050 Hz" in bad_rate.stderr
     assert "Traceback" not in bad_rate.stderr + bad_lang.stderr + bad_voice.stderr + missing.stderr
+
+
+@pytest.mark.slow
+def test_several_targets_write_one_wav_each_from_one_recogniser(tmp_path):
+    from tests.conftest import FLEURS
+
+    clip = FLEURS / "fleurs-en-000.ogg"
+    require_data(clip)
+    import soundfile as sf
+
+    log = tmp_path / "events.jsonl"
+    done = speech("translate", str(clip), "--source", "en", "--target", "es,pt", "--output",
+                  str(tmp_path / "talk.wav"), "--log", str(log), "--compact")
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert sum(1 for r in records if r["kind"] == "stats" and r["stage"] == "asr") == 1  # one recogniser
+    for target in ("es", "pt"):
+        audio, rate = sf.read(str(tmp_path / f"talk.{target}.wav"), dtype="float32")
+        spoken = [r["text"] for r in records if r["kind"] == "audio" and r.get("target") == target]
+        said = [w["text"] for r in records if r["kind"] == "update" and r["stage"] == "mt"
+                and r.get("target") == target for w in r["committed"]]
+        assert len(audio) / rate > 2.0 and spoken and len(said) >= 10, target
+        assert f"wrote {tmp_path / f'talk.{target}.wav'}" in done.stdout and f"spoken ({target}):" in done.stdout
+    assert not (tmp_path / "talk.wav").exists()

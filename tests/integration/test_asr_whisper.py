@@ -9,7 +9,8 @@ import pytest
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from speech.asr.evaluate import lags, offline_words, stream, word_errors  # noqa: E402
+from speech.asr.evaluate import lags, offline_words, stream  # noqa: E402
+from speech.eval.quality import word_errors  # noqa: E402
 from speech.audio import read_audio  # noqa: E402
 from tests.conftest import LIBRIVOX  # noqa: E402
 
@@ -27,8 +28,9 @@ def test_tiny_en_streaming_matches_offline(registry, clips, policy):
     for (samples, rate, _), ref in clips:
         result = stream(registry, "whisper-tiny.en", policy, "en", samples, rate)
         offline = offline_words(registry, "whisper-tiny.en", "en", samples, rate)
-        e_stream, n = word_errors(ref, result.text)
-        e_off, _ = word_errors(ref, " ".join(w.text for w in offline))
+        streamed = word_errors(ref, result.text)
+        e_stream, n = streamed.errors, streamed.words
+        e_off = word_errors(ref, " ".join(w.text for w in offline)).errors
         assert e_stream <= e_off + 1, (result.text, [w.text for w in offline])
         # Everything heard is committed by the end; the final update ends the stream.
         updates = [r for r in result.log.records if r["kind"] == "update"]
@@ -60,8 +62,7 @@ def test_silence_and_noise_give_no_words(registry):
 def test_base_multilingual_on_one_clip(registry, clips):
     (samples, rate, _), ref = clips[0]
     result = stream(registry, "whisper-base", "default", "en", samples, rate)
-    errors, n = word_errors(ref, result.text)
-    assert errors <= 2, result.text
+    assert word_errors(ref, result.text).errors <= 2, result.text
     assert all(w.start is not None and w.end is not None and w.end >= w.start for w in result.words)
     assert all(0.0 <= w.start <= 3.0 for w in result.words)  # on the clip's source timeline
 
@@ -69,8 +70,7 @@ def test_base_multilingual_on_one_clip(registry, clips):
 def test_pocketsphinx_streams(registry, clips):
     (samples, rate, _), ref = clips[0]
     result = stream(registry, "pocketsphinx", "local-agreement-2", "en", samples, rate)
-    errors, n = word_errors(ref, result.text)
-    assert errors / n < 0.7, result.text
+    assert word_errors(ref, result.text).wer < 0.7, result.text
     assert result.words and result.words[0].text == "he"
 
 

@@ -14,7 +14,7 @@ import pytest
 from speech.backends import default_registry
 from speech.errors import UserError
 from speech.translate.apertium import discover_modes
-from speech.translate.metrics import erasure
+from speech.eval.erasure import erased_words as erasure
 from speech.translate.policy import LocalAgreement, LocalAgreementConfig
 from speech.translate.simulate import translate_stream
 from speech.translate.simultaneous import SimultaneousTranslation

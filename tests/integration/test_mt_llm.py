@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import FLORES
 
 from speech.translate.llm import LlmConfig, LlmTranslator, load_llm
-from speech.translate.metrics import erasure
+from speech.eval.erasure import erased_words as erasure
 from speech.translate.policy import LocalAgreement
 from speech.translate.simulate import translate_stream
 from speech.translate.simultaneous import SimultaneousTranslation
@@ -53,6 +53,57 @@ def test_rewind_is_exact_even_past_the_sliding_window(gemma):
         assert cache.logits() == want
         cache.close()
     fresh.close()
+
+
+class RefusingContext:
+    """The real llama.cpp context, except that partial removal is refused (as for recurrent models)."""
+
+    def __init__(self, ctx) -> None:
+        self._ctx = ctx
+
+    def memory_seq_rm(self, seq, p0, p1):
+        return False if p0 > 0 else self._ctx.memory_seq_rm(seq, p0, p1)
+
+    def __getattr__(self, name):
+        return getattr(self._ctx, name)
+
+
+def test_refused_partial_removal_falls_back_to_an_exact_full_evaluation(gemma):
+    model = gemma.model
+    prefix = model.tokenize("Translate English to Spanish.\n\nEnglish: The house is", bos=True)
+    fresh = model.new_cache()
+    fresh.sync(prefix + model.tokenize(" green.\nSpanish:"))
+    cache = model.new_cache()
+    cache._ctx = RefusingContext(cache._ctx)
+    cache.sync(prefix + model.tokenize(" red and small"))
+    cache.sync(prefix + model.tokenize(" green.\nSpanish:"))
+    assert cache.full_reevaluations == 1
+    assert cache.logits() == fresh.logits()
+    cache._ctx = cache._ctx._ctx
+    cache.close()
+    fresh.close()
+
+
+def test_a_spoken_control_token_is_translated_as_text(gemma):
+    model = gemma.model
+    (eot,) = model.tokenize("<end_of_turn>")  # one control token where special tokens are parsed
+    stream = gemma.open("en", "es")
+    words = "He wrote <end_of_turn> on the board.".split()
+    assert eot in model.tokenize(stream.layout.current(" ".join(words)))  # what parsing would do
+    assert eot not in stream.prompt(words, [])
+    assert eot not in stream.prompt(words, ["Escribió", "<end_of_turn>"])
+    hyp = stream.hypothesis(words, [], complete=True)
+    assert len(hyp.words) >= 4 and "escrib" in " ".join(hyp.words).lower(), hyp.words
+    stream.close()
+
+
+def test_plain_text_tokenises_as_before(gemma):
+    """Tokenising the user text apart from the markup changes no token of an ordinary prompt."""
+    stream = gemma.open("en", "es")
+    for text in ("The cat is black.", 'In 2017, Siminoff appeared on the show; it\'s "fine".', "  two  spaces"):
+        segment = stream.layout.current(text)
+        assert stream._encode(segment, (text,)) == gemma.model.tokenize(segment), text
+    stream.close()
 
 
 def test_offline_translation_is_sensible(gemma):
@@ -122,9 +173,13 @@ def test_bergamot_streams_en_pt(registry):
     tr = SimultaneousTranslation(translator.open("en", "pt"), LocalAgreement(), language="pt")
     run = translate_stream(tr, "The cat sleeps on the mat. The dog runs in the park.".split())
     text = " ".join(run.target).lower()
-    assert "gato" in text and "cão" in text or "cachorro" in text
+    assert "gato" in text and ("cão" in text or "cachorro" in text), text
     assert erasure(run.trace.committed) == 0
-    assert run.trace.delays[0] < len(run.trace.delays) + 12  # something committed before the end
+    first_sentence = next(i for i, w in enumerate(run.target) if w.endswith(".")) + 1
+    # The translation starts before the first sentence (6 source words) is over, and that sentence
+    # is committed when it ends, not at the end of the stream (12 words).
+    assert run.trace.delays[0] < 6, run.trace.delays
+    assert max(run.trace.delays[:first_sentence]) <= 6, run.trace.delays
 
 
 def test_a_sentence_start_that_copies_the_source_is_retried(registry):

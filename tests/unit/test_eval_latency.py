@@ -1,12 +1,19 @@
 """Latency metrics against SimulEval's own scorers.
 
-Reference values were produced by SimulEval 1.1.4's latency_scorer (LogInstance / a
-SpeechToSpeechInstance, delays in milliseconds; offsets and lags divided by 1000 here, AP is
-unit-free). Cases cover exact-length, over-generation (B, F), under-generation (C), a first delay
-beyond the source (D) and the computation-aware form (E).
+The reference values in simuleval_cases.json were produced by SimulEval 1.1.4's latency scorers
+(`scripts/simuleval_reference.py` regenerates them; `test_simuleval_regenerates_the_stored_values`
+checks it does, where SimulEval is installed). Cases cover exact-length, over-generation (B, F),
+under-generation (C), a first delay beyond the source (D) and the computation-aware form (E).
 """
 
 from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -16,23 +23,11 @@ from speech.eval.latency import (
     text_latency,
 )
 
+REPO = Path(__file__).resolve().parents[2]
+STORED = json.loads((Path(__file__).with_name("simuleval_cases.json")).read_text(encoding="utf-8"))
 # name: (delays s, source s, reference words, elapsed s or None, SimulEval's scores)
-CASES = {
-    "A": ([1, 2, 3, 4], 4, 4, None,
-          dict(AL=1.0, LAAL=1.0, AP=0.625, DAL=1.0, ATD=1.8, StartOffset=1.0, EndOffset=0.0)),
-    "B_over": ([1, 1, 2.5, 3, 3, 3], 3, 4, None,
-               dict(AL=0.75, LAAL=1.125, AP=1.125, DAL=1.3333333333333333, ATD=1.3, StartOffset=1.0, EndOffset=0.0)),
-    "C_under": ([0.5, 1.7, 2.9], 4, 6, None,
-                dict(AL=1.0333333333333333, LAAL=1.0333333333333333, AP=0.2125, DAL=0.5,
-                     ATD=1.1666666666666667, StartOffset=0.5, EndOffset=-1.1)),
-    "D_late": ([5, 5], 4, 2, None,
-               dict(AL=5.0, LAAL=5.0, AP=1.25, DAL=5.0, ATD=4.55, StartOffset=5.0, EndOffset=1.0)),
-    "E_aware": ([1, 2, 3, 4], 4, 4, [1.2, 2.5, 3.1, 4.6],
-                dict(AL=1.35, LAAL=1.35, AP=0.7125, DAL=1.45, ATD=1.95, StartOffset=1.2, EndOffset=0.6)),
-    "F_over": ([0.3, 0.3, 0.6, 1.25, 1.25, 2.0, 2.4], 2.4, 5, None,
-               dict(AL=-0.28285714285714283, LAAL=0.12857142857142867, AP=0.675, DAL=0.306122448979592,
-                    ATD=0.2, StartOffset=0.3, EndOffset=0.0)),
-}
+CASES = {name: (c["delays"], c["source"], c["reference_words"], c["elapsed"], c["simuleval"])
+         for name, c in STORED["text"].items()}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -59,15 +54,33 @@ def test_without_reference_uses_hypothesis_length():
     assert got["AL"] == pytest.approx(got["LAAL"]) == pytest.approx(1.125)
 
 
-def test_speech_output_atd_equals_simuleval():
-    delays, durations = [1, 2, 2, 3.5], [0.5, 0.7, 0.4, 1.0]
-    assert average_token_delay(delays, durations=durations) == pytest.approx(1.6, abs=1e-6)
-    aware = average_token_delay(delays, durations=durations, elapsed=[1.1, 2.3, 2.4, 3.9])
-    assert aware == pytest.approx(1.69, abs=1e-6)
+@pytest.mark.parametrize("name", sorted(STORED["speech_atd"]))
+def test_speech_output_atd_equals_simuleval(name):
+    case = STORED["speech_atd"][name]
+    got = average_token_delay(case["delays"], durations=case["durations"], elapsed=case["elapsed"])
+    assert got == pytest.approx(case["simuleval"], abs=1e-6)
 
 
 def test_speech_end_offset_uses_last_interval_end():
-    assert speech_end_offset([(1.0, 0.5), (2.0, 1.5)], 3.0) == pytest.approx(0.5)
+    case = STORED["speech_end_offset"]["two_intervals"]
+    assert speech_end_offset([tuple(i) for i in case["intervals"]], case["source"]) == pytest.approx(case["simuleval"])
+
+
+def _simuleval_python() -> str | None:
+    if importlib.util.find_spec("simuleval") is not None:
+        return sys.executable
+    return os.environ.get("SIMULEVAL_PYTHON")
+
+
+def test_simuleval_regenerates_the_stored_values():
+    python = _simuleval_python()
+    if python is None:
+        pytest.skip("SimulEval is not installed (pip install -e '.[simuleval]', or SIMULEVAL_PYTHON=a Python that "
+                    "has it): the stored reference values are not regenerated here")
+    out = subprocess.run([python, str(REPO / "scripts" / "simuleval_reference.py"), "--check"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "reproduces every stored value" in out.stdout
 
 
 def test_empty_delays_is_an_error():

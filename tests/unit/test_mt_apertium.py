@@ -11,6 +11,7 @@ from speech.errors import UserError
 from speech.translate import apertium, backends
 from speech.translate.apertium import (ApertiumConfig, ApertiumProcess, ApertiumTranslator, clean, discover_modes,
                                        escape, missing_pair_error, parse_modes)
+from speech.translate.hypothesis import EngineFailed
 from speech.translate.nmt import RetranslationStream
 
 
@@ -117,7 +118,7 @@ def test_process_restarts_once_after_dying(tmp_path):
 def test_process_that_keeps_failing_raises_with_its_stderr(tmp_path):
     dead = "echo 'lt-proc: cannot open file' >&2; exit 3"
     proc = ApertiumProcess(tmp_path / "eng-spa.mode", script=dead)
-    with pytest.raises(RuntimeError, match="eng-spa.*cannot open file"):
+    with pytest.raises(EngineFailed, match="eng-spa.*cannot open file"):  # a named error, after one restart
         proc.translate("hello")
     assert proc.restarts == 1
 
@@ -157,10 +158,10 @@ def test_apertium_streams_get_the_per_pair_mask(tmp_path, monkeypatch):
     assert (stream.mask, stream.boundary_mask) == (1, 0)
 
 
-def test_default_backend_falls_back_to_gemma_without_the_debian_pair(monkeypatch):
-    monkeypatch.setattr(apertium, "has_pair", lambda s, t, datadir=apertium.DATADIR: False)
+def test_default_backend_falls_back_without_the_debian_pairs(monkeypatch):
+    # Without any Apertium mode the measured chains through Apertium are skipped: en-es falls back to
+    # the best row left (Gemma), en-pt keeps Bergamot.
+    monkeypatch.setattr(apertium, "installed_pairs", lambda name, options: ())
     assert backends.default_backend("en", "es") == "gemma-270m"
-    monkeypatch.setattr(apertium, "has_pair", lambda s, t, datadir=apertium.DATADIR: True)
-    assert backends.default_backend("en", "es") == "apertium"
     assert backends.default_backend("en", "pt") == "bergamot"  # Bergamot stays for en<->pt
     assert backends.default_policy_options("apertium") == {"boundary_n": 1}

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from speech.translate.hypothesis import Hypothesis
-from speech.translate.metrics import erasure
+from speech.eval.erasure import erased_words as erasure
 from speech.translate.nmt import RetranslationStream, continuation, continuation_edit
 from speech.translate.policy import LocalAgreement, LocalAgreementConfig, WaitK, WaitKConfig
 from speech.translate.segment import ends_clause

@@ -5,18 +5,23 @@ contracts the real stages keep (TextUpdates logged as "update", synthesised chun
   commits the tentative word at end of stream (an `end` mid-word still delivers it).
 - FakeMt upper-cases committed words; FakeTts speaks 0.1 s of tone per word at 22.05 kHz.
 - A target language ending in "-boom" makes the recogniser fail after one second of audio;
-  "-slow" makes every update cost 50 ms in a worker thread (a busy model).
+  "-slow" makes every update cost 50 ms in a worker thread (a busy model); "-oom" makes the
+  pipeline fail at load (out of memory); "-hang" makes the translator's model call hang (it is
+  timed out after 0.3 s); "-raise" makes the translator raise on its third word.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 import numpy as np
 
 from speech.events import EventLog
-from speech.session import Session
+from speech.pipeline import BranchLog
+from speech.session import Branch, Session
+from speech.tts.listener import ListenerSchedule
 from speech.types import AudioChunk, TextUpdate, Word
 
 
@@ -54,16 +59,48 @@ class FakeAsr:
 class FakeMt:
     name = "mt"
 
-    def __init__(self, log: EventLog, clock):
-        self.log, self.clock = log, clock
+    def __init__(self, log: EventLog, clock, cost_s: float = 0.0):
+        self.log, self.clock, self.cost_s = log, clock, cost_s
 
     async def run(self, inbox, outbox) -> None:
         async for update in inbox:
+            if self.cost_s:
+                await asyncio.sleep(self.cost_s)
             out = TextUpdate(tuple(Word(w.text.upper()) for w in update.committed),
                              tuple(Word(w.text.upper()) for w in update.tentative),
                              update.final, update.source_time, self.clock.now(), update.end_of_stream)
             self.log.update("mt", out)
             await outbox.put(out)
+
+
+class FaultyMt(FakeMt):
+    """A translator whose model call hangs (timed out by `model_call`) or raises."""
+
+    def __init__(self, log: EventLog, clock, fault: str, release: "threading.Event") -> None:
+        super().__init__(log, clock)
+        self.fault, self.release = fault, release
+
+    def _model(self, words: int) -> None:
+        if self.fault == "hang":
+            self.release.wait(30)  # a stuck binding: returns only when the test lets it
+        elif self.fault == "raise" and words >= 3:
+            raise RuntimeError("fake translator exploded")
+
+    async def run(self, inbox, outbox) -> None:
+        from speech.calls import model_call
+
+        seen = 0
+        async for update in inbox:
+            seen += len(update.committed)
+            if update.committed:
+                await model_call(self._model, seen, timeout_s=0.3, what="the fake translator")
+            out = TextUpdate(tuple(Word(w.text.upper()) for w in update.committed), (),
+                             update.final, update.source_time, self.clock.now(), update.end_of_stream)
+            self.log.update("mt", out)
+            await outbox.put(out)
+
+
+RELEASE_HUNG_CALLS = threading.Event()  # set by the tests that hang a call, when they end
 
 
 class FakeTts:
@@ -78,20 +115,41 @@ class FakeTts:
         seq = 0
         for_ = np.arange(int(0.1 * self.rate), dtype=np.float32) / self.rate
         tone = (0.3 * np.sin(2 * np.pi * 440 * for_)).astype(np.float32)
+        schedule = ListenerSchedule(self.rate)
         async for update in inbox:
             for word in update.committed:
-                chunk = AudioChunk(tone, self.rate, start, seq, wall_time=self.clock.now(), text=word.text)
-                self.log.audio("tts", chunk, source_time=update.source_time, sample_rate=self.rate)
+                now = self.clock.now()
+                play = schedule.place(now, len(tone))
+                chunk = AudioChunk(tone, self.rate, start, seq, wall_time=now, text=word.text, play_start=play)
+                # the word renders source spoken just before the update's source time
+                self.log.audio("tts", chunk, source_time=update.source_time, sample_rate=self.rate, play_start=play,
+                               word_times=[[word.text, max(0.0, update.source_time - 0.1), 0.0]])
                 await outbox.put(chunk)
                 start += chunk.duration
                 seq += 1
 
 
 def fake_pipeline(hello, source, sink, clock, log) -> Session:
+    """`sink`: one sink, or one per target (the server passes a mapping). With several targets the
+    session is a tree (one recogniser, one FakeMt -> FakeTts branch per target, records naming their
+    target); a target ending in "-lag" makes its branch's translator take 50 ms per update."""
+    targets = hello.all_targets
     boom = 1.0 if hello.target.endswith("-boom") else None
     cost = 0.05 if hello.target.endswith("-slow") else 0.0
-    stages = [FakeAsr(log, clock, boom_after_s=boom, cost_s=cost), FakeMt(log, clock), FakeTts(log, clock)]
-    return Session(stages, source, sink, clock=clock, log=log)
+    if hello.target.endswith("-oom"):
+        raise MemoryError("fake engine ran out of memory while loading")
+    asr = FakeAsr(log, clock, boom_after_s=boom, cost_s=cost)
+    sinks = sink if isinstance(sink, dict) else {targets[0]: sink}
+    if len(targets) == 1:
+        fault = next((f for f in ("hang", "raise") if hello.target.endswith("-" + f)), None)
+        mt = FaultyMt(log, clock, fault, RELEASE_HUNG_CALLS) if fault else FakeMt(log, clock)
+        return Session([asr, mt, FakeTts(log, clock)], source, sinks[targets[0]], clock=clock, log=log)
+    branches = []
+    for target in targets:
+        blog = BranchLog(log, target)
+        mt = FakeMt(blog, clock, cost_s=0.05 if target.endswith("-lag") else 0.0)
+        branches.append(Branch(target, [mt, FakeTts(blog, clock)], sinks[target]))
+    return Session([asr], source, None, clock=clock, log=log, branches=branches)
 
 
 def make_fake_factory(registry, base):

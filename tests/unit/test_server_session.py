@@ -14,6 +14,7 @@ from websockets.exceptions import InvalidStatus
 from speech.server import protocol as P
 from speech.server.client import stream_audio
 from speech.server.server import ServerConfig, SpeechServer
+from speech.stats import percentile
 
 from .test_server_fakes import fake_pipeline
 
@@ -55,11 +56,20 @@ def test_stream_delivers_text_audio_and_done_last():
     assert [m["samples"] for m, _ in res.audio] == [2205] * 6
     pcm, rate = res.pcm()
     assert rate == 22050 and len(pcm) == 6 * 2205 and np.abs(pcm).max() > 0.2
-    assert any(e["type"] == "synthesis" for e in res.events)
+    synthesis = [e for e in res.events if e["type"] == "synthesis"]
+    assert len(synthesis) == 6
+    # the listener hears one chunk after another, each word after its source arrived
+    plays = [e["play_start"] for e in synthesis]
+    assert all(b >= a + 0.1 - 0.01 for a, b in zip(plays, plays[1:])), plays
+    word_lags = [x for e in synthesis for x in e["word_lags"]]
+    assert len(word_lags) == 6 and all(e["lag"] == e["word_lags"][0] for e in synthesis)
     summary = res.done["summary"]
+    assert summary["synthesis_lag_p90"] == pytest.approx(percentile(word_lags, 90), abs=2e-4)
     assert summary["recognized_words"] == 6 and summary["translated_words"] == 6
     assert abs(summary["audio_in_s"] - 3.0) < 0.01
-    assert summary["lag_p90"] is not None and summary["lag_p90"] >= 0
+    # The summary's lag is the percentile of the lags the translation events carried.
+    lags = [e["lag"] for e in res.events if e["type"] == "translation" and e.get("committed") and e.get("lag") is not None]
+    assert len(lags) >= 5 and summary["lag_p90"] == pytest.approx(percentile(lags, 90), abs=2e-4), lags
     assert res.close_code == 1000
     assert metrics.sessions_active == 0 and metrics.sessions_completed == 1
 
@@ -196,7 +206,7 @@ def test_failing_backend_ends_only_its_session():
 
 def test_disconnect_mid_stream_frees_the_session():
     async def main():
-        async with server() as srv:
+        async with server(resume_grace=0.2) as srv:
             async with connect(srv.url) as ws:
                 await ws.send(HELLO)
                 for _ in range(5):
@@ -283,3 +293,17 @@ def test_cli_extra_options_parse():
         "asr_update_s": 1.0, "mt_options": {"threads": 1}, "mode": "fast"}
     with pytest.raises(UserError):
         parse_extra(["novalue"])
+
+
+def test_lag_counts_the_time_a_busy_model_takes():
+    # Every recognition update costs 50 ms in a worker thread: no committed word can reach the
+    # client sooner than that after the audio that completed it arrived.
+    async def main():
+        async with server() as srv:
+            return await stream_audio(srv.url, tone(2.0), 16000, "en", "es-slow", speed=0)
+
+    res = run(main())
+    summary = res.done["summary"]
+    lags = [e["lag"] for e in res.events if e["type"] == "recognition" and e.get("committed")]
+    assert lags and min(lags) >= 0.045, lags
+    assert summary["recognition_lag_p50"] >= 0.045

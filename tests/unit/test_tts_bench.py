@@ -2,7 +2,8 @@
 
 import pytest
 
-from speech.tts.bench import _listener_times, first_audio_per_commit
+from speech.eval.listener import play_starts
+from speech.tts.bench import first_audio_per_commit
 
 
 def test_first_audio_per_commit_event():
@@ -12,8 +13,8 @@ def test_first_audio_per_commit_event():
         {"wall_time": 5.05, "ttfa_ms": 50.0, "commit_time": 5.0, "duration": 0.5},
     ]
     assert sorted(first_audio_per_commit(audio)) == [50.0, 100.0]
-    # listener timeline: 1.1-2.1, then 2.1-3.1 (waits for the first), then 5.05-5.55
-    assert _listener_times(audio) == (1.10, 5.55)
+    # listener timeline: 1.1-2.1, then 2.1-3.1 (waits for the first, 8 ms cross-fade), then 5.05-5.55
+    assert play_starts(audio) == pytest.approx([1.10, 2.092, 5.05], abs=1e-3)
 
 
 def test_more_texts_are_flores_lines_the_manifest_does_not_read(tmp_path):
@@ -72,7 +73,7 @@ def _pipeline_judged(monkeypatch, emitted: list[float], first: str = "uno dos tr
     monkeypatch.setattr(speech.translate_cmd, "translate_file", fake_translate)
     monkeypatch.setattr(speech.tts.roundtrip, "roundtrip", fake_roundtrip)
     monkeypatch.setattr(speech.tts.roundtrip, "through_codec", lambda registry, x, rate, codec: (x, rate))
-    args = SimpleNamespace(voice="default", text_only=False, tts_set=[])
+    args = SimpleNamespace(voice="default", text_only=False, tts_set=[], pace={})
     result = run_pair(None, "en-es", [{"file": "a.ogg", "path": "a.ogg"}], args)
     assert result.clips == 1 and not result.failures
     return judged, result

@@ -190,3 +190,31 @@ def test_listener_latency_by_hand():
     assert m["lag_max"] == pytest.approx(1.6) and m["lag_p50"] == pytest.approx(1.192)
     # unaware: ready at 1.5 and 2.0; the second waits for the first (ends at 2.5, 8 ms cross-fade)
     assert play_starts([r for r in records if r["kind"] == "audio"], "cu") == pytest.approx([1.5, 2.492])
+
+
+def test_a_synthesiser_that_hangs_ends_the_stage_with_a_named_error():
+    import threading
+
+    from speech.calls import ModelCallTimeout
+
+    release = threading.Event()
+
+    class HangingVoice(SlowVoice):
+        def synthesize(self, text: str, speed: float = 1.0):
+            release.wait(5)
+            yield from super().synthesize(text, speed)
+
+    async def main():
+        stage = TtsStage(HangingVoice(), SimulatedClock(), EventLog(), chunker=ChunkerConfig(min_words=1, max_words=2),
+                         call_timeout_s=0.2)
+        inbox: Channel[TextUpdate] = Channel(4)
+        outbox: Channel[AudioChunk] = Channel(4)
+        await inbox.put(TextUpdate(committed=(Word("hola."),), final=True))
+        inbox.close()
+        await stage.run(inbox, outbox)
+
+    try:
+        with pytest.raises(ModelCallTimeout, match="synthesising 'hola.'"):
+            asyncio.run(main())
+    finally:
+        release.set()

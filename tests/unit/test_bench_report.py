@@ -1,0 +1,23 @@
+"""`speech bench report`: every figure on the page comes with its command, date and machine."""
+
+from __future__ import annotations
+
+import json
+
+from speech import benchreport
+
+
+def test_page_shows_stored_figures_with_their_command(tmp_path, monkeypatch):
+    monkeypatch.setattr(benchreport, "RESULTS", tmp_path)
+    (tmp_path / "longtalk.json").write_text(json.dumps({
+        "command": "speech bench s2st --long 10 --pairs en-es --json", "date": "2026-12-01 05:00 UTC",
+        "machine": {"cores": 2, "processor": "x86_64", "memory_gb": 23.4, "load_average": [0.5, 0.4, 0.3]},
+        "results": [{"pair": "en-es", "control": "on", "listener_lag_p50_s": 3.2, "listener_lag_p90_s": 4.4,
+                     "listener_lag_p90_s_per_minute": [4.0, 4.9, 4.1], "listener_lag_slope_s_per_min": 0.02,
+                     "end_offset_s": 3.1, "duration_ratio": 0.91, "share_words_dropped": 0.01}],
+    }))
+    text = benchreport.render(tmp_path / "page.md")
+    assert "| en-es | on | 3.20 / 4.40 s | 4.90 s | 0.02 s/min | 3.10 s | 0.91 | 1.0 % |" in text
+    assert "`speech bench s2st --long 10 --pairs en-es --json`, 2026-12-01 05:00 UTC; 2 cores" in text
+    # a headline never measured says how to measure it, and shows no figure
+    assert "Not measured yet: `speech bench report --run asr`." in text
