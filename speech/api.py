@@ -369,7 +369,7 @@ def serve(config: PipelineConfig | None = None, server: ServerOptions | None = N
     """
     import argparse
 
-    from .server.cli import _pair, _serve
+    from .server.cli import _pair, _serve, configure
 
     config = config if config is not None else PipelineConfig(asr_options={"update_s": 1.0})
     server = server if server is not None else ServerOptions()
@@ -377,10 +377,13 @@ def serve(config: PipelineConfig | None = None, server: ServerOptions | None = N
         raise ConfigError("config", "expected a speech.PipelineConfig", type(config).__name__)
     if not isinstance(server, ServerOptions):
         raise ConfigError("server", "expected a speech.ServerOptions", type(server).__name__)
-    args = argparse.Namespace(
-        base_config=config, extra=[], pipeline=None, host=server.host, port=server.port, token=server.token,
-        max_sessions=server.max_sessions, allow_origin=list(server.allow_origins),
-        log_dir=Path(server.log_dir) if server.log_dir else None, fast_english=server.fast_english,
-        resume_grace=server.resume_grace, max_listeners=server.max_listeners,
-        asr_model=config.asr_model, mt_backend=config.mt_backend, voice=config.voice)
+    parser = argparse.ArgumentParser()
+    configure(parser)
+    args = parser.parse_args([])  # every option of `speech serve` at its default, then ours
+    args.base_config = config
+    for f in dataclasses.fields(server):
+        setattr(args, f.name, getattr(server, f.name))
+    args.allow_origin = list(server.allow_origins)
+    args.log_dir = Path(server.log_dir) if server.log_dir else None
+    args.asr_model, args.mt_backend, args.voice = config.asr_model, config.mt_backend, config.voice
     return asyncio.run(_serve(args, _pair(server.warm_up)))
