@@ -386,4 +386,8 @@ def serve(config: PipelineConfig | None = None, server: ServerOptions | None = N
     args.allow_origin = list(server.allow_origins)
     args.log_dir = Path(server.log_dir) if server.log_dir else None
     args.asr_model, args.mt_backend, args.voice = config.asr_model, config.mt_backend, config.voice
+    if server.engine == "ray":
+        from .server.ray_engine import serve_ray
+
+        return serve_ray(args, _pair(server.warm_up))
     return asyncio.run(_serve(args, _pair(server.warm_up)))
