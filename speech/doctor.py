@@ -215,7 +215,7 @@ def check_servers() -> list[Check]:
     haproxy = shutil.which("haproxy")
     out = [Check("HAProxy (optional: balancing several servers)", bool(haproxy), haproxy or "not on PATH",
                  "" if haproxy else "sudo apt-get install haproxy", required=False)]
-    out.append(_package_check("Ray (optional: several machines)", "ray", "ray", "pip install ray", required=False))
+    out.append(_package_check("Ray Serve (optional: --engine ray)", "ray", "ray", _pip("ray"), required=False))
     return out
 
 
