@@ -104,6 +104,8 @@ def resolve_args(args: argparse.Namespace) -> tuple[str, str] | None:
     args.host, args.port, args.token, args.max_sessions = server.host, server.port, server.token, server.max_sessions
     args.allow_origin, args.log_dir = list(server.allow_origins), Path(server.log_dir) if server.log_dir else None
     args.resume_grace, args.max_listeners, args.fast_english = server.resume_grace, server.max_listeners, server.fast_english
+    args.replica_id, args.engine = server.replica_id, server.engine
+    args.ray_max_replicas, args.ray_replica_cpus = server.ray_max_replicas, server.ray_replica_cpus
     args.base_config = effective.config
     args.warm_pair = _pair(server.warm_up)
     return args.warm_pair
