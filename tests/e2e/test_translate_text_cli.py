@@ -52,7 +52,7 @@ def test_asr_event_log_with_gemma(tmp_path):
 @pytest.mark.parametrize(
     "args, stdin, message",
     [
-        (("--source", "en", "--target", "it"), "hello", "supported: en-es"),
+        (("--source", "en", "--target", "xx"), "hello", "unknown language 'xx'; languages: en, es"),
         ((), "   ", "no words"),
         (("--model", "/nonexistent/model.gguf"), "hello", "does not exist"),
         (("--backend", "bergamot", "--target", "de"), "hello", "supported: en-pt, pt-en"),
