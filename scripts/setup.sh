@@ -22,6 +22,8 @@ if [ "$want_test" = 1 ]; then
   command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
   # HAProxy: the scale-out test runs two replicas behind deploy/haproxy.cfg.
   dpkg -s haproxy >/dev/null 2>&1 || need_apt+=(haproxy)
+  # tmux: the microphone demo's screen is read from a terminal multiplexer in the tests.
+  command -v tmux >/dev/null 2>&1 || need_apt+=(tmux)
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${need_apt[*]}" >&2

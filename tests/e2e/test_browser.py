@@ -332,3 +332,26 @@ def test_speaker_page_resumes_its_session_fake_pipeline():
     assert after["target"].split() == [w.upper() for w in words] and after["frames"] == len(words)
     # every frame the microphone produced reached the server, those around the drop included
     assert abs(json.loads(after["summary"])["audio_in_s"] - after["sent"]) < 0.11, after
+
+
+def test_page_screenshot_shows_the_page(tmp_path):
+    """The page as a user first sees it, rendered by Chromium: a real picture, not a blank one."""
+    from matplotlib.image import imread
+
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "PYTHONPATH": str(REPO)}
+    server, port = start_server(["--warm-up", "none", "--pipeline", "tests.unit.test_server_fakes:make_fake_factory"], env)
+    shot = tmp_path / "page.png"
+    try:
+        subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                        f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1100,800",
+                        f"--screenshot={shot}", f"http://127.0.0.1:{port}/"],
+                       capture_output=True, timeout=120, check=False)
+    finally:
+        stop_server(server)
+    assert shot.is_file(), "chromium wrote no screenshot"
+    pixels = imread(str(shot))
+    assert pixels.shape[:2] == (800, 1100)
+    # text and controls: many distinct shades, and a good share of the page is not background
+    grey = pixels[..., :3].mean(axis=2)
+    assert len(set((grey * 255).astype(int).ravel().tolist())) > 20
+    assert (abs(grey - float(grey.mean())) > 0.05).mean() > 0.01
