@@ -1,9 +1,11 @@
 """`speech bench asr`: streaming WER against the same model offline, commit lag, RTF, memory.
 
 Each configuration (model x policy) runs in its own process, so its peak memory is its own.
-Lag per word = source time of the update that committed it minus the word's end time in the same
-model's offline transcription with word timestamps; "ca" figures use the emulated wall clock
-(computation-aware: each update waits for the compute before it).
+Lag per word = source time of the update that committed it minus the word's end time on the
+clip's reference timeline (asr/reference.py: Whisper base offline, the same for every
+configuration; reference words left unmatched are reported as a share); "ca" figures use the
+emulated wall clock (computation-aware: each update waits for the compute before it). The
+reference timelines are prepared first, in a process of their own, and cached on disk.
 """
 
 from __future__ import annotations
@@ -102,7 +104,8 @@ def run_config(model: str, policy: str, language: str, clips: list[dict], chunk_
 
     from speech.stats import percentile
 
-    from .evaluate import lags, offline_words, stream
+    from .evaluate import offline_words, stream
+    from .reference import RecognitionLag, recognition_lag, reference_timeline
     from .stage import AsrOptions
     from .vad import VadConfig
 
@@ -112,8 +115,7 @@ def run_config(model: str, policy: str, language: str, clips: list[dict], chunk_
                          max_behind_s=0.3 if adaptive else float("inf"))
     streamed_pairs: list[tuple[str, str]] = []
     offline_pairs: list[tuple[str, str]] = []
-    lag_src: list[float] = []
-    lag_wall: list[float] = []
+    lag = RecognitionLag(0)
     updates: list[float] = []
     compute = audio_s = 0.0
     per_clip = []
@@ -123,9 +125,7 @@ def run_config(model: str, policy: str, language: str, clips: list[dict], chunk_
         result = stream(registry, model, policy, language, samples, rate, chunk_ms, options, **opts)
         streamed_pairs.append((clip["ref"], result.text))
         offline_pairs.append((clip["ref"], " ".join(w.text for w in offline)))
-        src, wall = lags(result, offline)
-        lag_src += src
-        lag_wall += wall
+        lag += recognition_lag(committed(result), reference_timeline(clip["file"], language, registry))
         updates += result.update_s
         compute += result.compute_s
         audio_s += info.duration
@@ -133,8 +133,8 @@ def run_config(model: str, policy: str, language: str, clips: list[dict], chunk_
                          "offline": " ".join(w.text for w in offline)})
         if progress is not None:
             progress.put(1)
-    counts, off_counts = corpus_errors(streamed_pairs, language), corpus_errors(offline_pairs, language)
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    counts, off_counts = corpus_errors(streamed_pairs, language), corpus_errors(offline_pairs, language)
 
     def r(x: float | None, nd: int = 3) -> float | None:
         return None if x is None else round(x, nd)
@@ -147,8 +147,10 @@ def run_config(model: str, policy: str, language: str, clips: list[dict], chunk_
         "clips": len(clips), "audio_s": round(audio_s, 2), "words": counts.words,
         "wer": r(percent(counts.wer), 2),
         "offline_wer": r(percent(off_counts.wer), 2),
-        "lag_p50_s": r(percentile(lag_src, 50)), "lag_p90_s": r(percentile(lag_src, 90)),
-        "lag_ca_p50_s": r(percentile(lag_wall, 50)), "lag_ca_p90_s": r(percentile(lag_wall, 90)),
+        "lag_p50_s": r(percentile(lag.lag_source, 50)), "lag_p90_s": r(percentile(lag.lag_source, 90)),
+        "lag_ca_p50_s": r(percentile(lag.lag_wall, 50)), "lag_ca_p90_s": r(percentile(lag.lag_wall, 90)),
+        "lag_reference_words": lag.reference_words,
+        "lag_unmatched_share": r(lag.unmatched_share, 4),
         "rtf": r(compute / max(audio_s, 1e-9)),
         "update_p50_s": r(percentile(updates, 50)), "update_p90_s": r(percentile(updates, 90)),
         "peak_rss_mb": r(peak_kb / 1024.0, 1),
@@ -170,7 +172,8 @@ def run_long(model: str, policy: str, language: str, clips: list[dict], chunk_ms
     from speech.eval.quality import word_errors
     from speech.stats import percentile
 
-    from .evaluate import matched_lags, offline_words, stream
+    from .evaluate import stream
+    from .reference import RecognitionLag, recognition_lag, reference_timeline
     from .stage import AsrOptions
     from .vad import VadConfig
 
@@ -183,7 +186,7 @@ def run_long(model: str, policy: str, language: str, clips: list[dict], chunk_ms
         for clip in clips:
             if clip["file"] not in cache:
                 samples, rate, _ = read_audio(clip["file"])
-                cache[clip["file"]] = (resample(samples, rate, 16000), offline_words(registry, model, language, samples, rate, **opts))
+                cache[clip["file"]] = (resample(samples, rate, 16000), reference_timeline(clip["file"], language, registry))
             audio, words = cache[clip["file"]]
             pieces.append(audio)
             reference += [Word(w.text, (w.start or 0) + t, (w.end or 0) + t) for w in words]
@@ -198,19 +201,18 @@ def run_long(model: str, policy: str, language: str, clips: list[dict], chunk_ms
     result = stream(registry, model, policy, language, audio, 16000, chunk_ms, options, **opts)
     # Align clip by clip (the clips repeat: a global alignment could pair a word with the same
     # word of another repetition).
-    matched = []
+    lag = RecognitionLag(0)
+    stream_words = committed(result)
     for t0, t1, r0, r1 in spans:
-        idx = [i for i, w in enumerate(result.words) if w.start is not None and t0 - 0.3 <= w.start < t1 - 0.3]
-        part = type(result)([result.words[i] for i in idx], [result.commit_source[i] for i in idx],
-                            [result.commit_wall[i] for i in idx], 0.0)
-        matched += matched_lags(part, reference[r0:r1])
+        part = [c for c in stream_words if c.word.start is not None and t0 - 0.3 <= c.word.start < t1 - 0.3]
+        lag += recognition_lag(part, reference[r0:r1])
     # Per minute: decode times (from the stage's log) and lags of words ending in that minute.
     stats = next(r for r in result.log.records if r["kind"] == "stats")
     decode_times = stats["update_s"]
     minutes = int(np.ceil(t / 60))
     per_min = []
     for m in range(minutes):
-        lag_m = [lag for e, lag, _ in matched if m * 60 <= e < (m + 1) * 60]
+        lag_m = [x for e, x in zip(lag.matched_end, lag.lag_source) if m * 60 <= e < (m + 1) * 60]
         per_min.append({"minute": m + 1, "lag_p50_s": percentile(lag_m, 50)})
     n = len(decode_times)
     per_fifth = [percentile(decode_times[i * n // 5 : (i + 1) * n // 5], 50) for i in range(5)]
@@ -220,23 +222,45 @@ def run_long(model: str, policy: str, language: str, clips: list[dict], chunk_ms
     return {"name": f"{model}/{policy}", "audio_s": round(t, 1), "wer": None if counts.wer is None else round(100 * counts.wer, 2),
             "update_p50_s_by_fifth": [None if x is None else round(x, 3) for x in per_fifth],
             "lag_p50_s_by_minute": [None if r["lag_p50_s"] is None else round(r["lag_p50_s"], 3) for r in per_min],
+            "lag_unmatched_share": None if lag.unmatched_share is None else round(lag.unmatched_share, 4),
             "rtf": round(result.compute_s / t, 3)}
 
 
-def _child(queue: Any, progress: Any, args: tuple, long_s: float) -> None:
+def committed(result: Any) -> list:
+    """A StreamResult's committed words with their commit times (asr.reference.Committed)."""
+    from .reference import Committed
+
+    return [Committed(w, s, t) for w, s, t in zip(result.words, result.commit_source, result.commit_wall)]
+
+
+def prepare_references(clips: list[dict], language: str, progress: Any = None) -> dict:
+    """Decode and cache the reference timeline of every clip not cached yet (own process)."""
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    from speech.backends import default_registry
+
+    from .reference import reference_timeline
+
+    registry = default_registry()
+    for clip in clips:
+        reference_timeline(clip["file"], language, registry)
+        if progress is not None:
+            progress.put(1)
+    return {}
+
+
+def _child(queue: Any, progress: Any, job: str, args: tuple, kwargs: dict) -> None:
     try:
-        if long_s:
-            queue.put(("ok", run_long(*args, seconds=long_s, progress=progress)))
-        else:
-            queue.put(("ok", run_config(*args, progress=progress)))
+        target = {"config": run_config, "long": run_long, "references": prepare_references}[job]
+        queue.put(("ok", target(*args, progress=progress, **kwargs)))
     except BaseException as e:  # noqa: BLE001 - report the failure to the parent
         queue.put(("error", f"{type(e).__name__}: {e}"))
 
 
-def run_isolated(args: tuple, on_clip: Any, long_s: float = 0.0) -> dict:
+def run_isolated(job: str, args: tuple, on_clip: Any, what: str, **kwargs: Any) -> dict:
+    """`job` ("config", "long" or "references") in a fresh process; `on_clip` gets progress."""
     ctx = mp.get_context("spawn")
     queue, progress = ctx.Queue(), ctx.Queue()
-    proc = ctx.Process(target=_child, args=(queue, progress, args, long_s))
+    proc = ctx.Process(target=_child, args=(queue, progress, job, args, kwargs))
     proc.start()
     import queue as queue_mod
 
@@ -253,7 +277,7 @@ def run_isolated(args: tuple, on_clip: Any, long_s: float = 0.0) -> dict:
         on_clip(progress.get())
     proc.join()
     if status != "ok":
-        raise RuntimeError(f"configuration {args[0]}/{args[1]} failed: {payload}")
+        raise RuntimeError(f"{what} failed: {payload}")
     return payload
 
 
@@ -280,6 +304,12 @@ def run(args: argparse.Namespace) -> int:
             registry.spec("asr-policy", p.partition(":")[0])
     clips = load_clips(args.manifest or list(DEFAULT_MANIFESTS), args.language, args.limit)
     update_s = args.update_ms / 1000 if args.update_ms else None
+    from .reference import cache_path
+
+    missing = [c for c in clips if not cache_path(c["file"], args.language).exists()]
+    if missing:
+        with Progress(len(missing), "reference timelines (Whisper base, offline)") as bar:
+            run_isolated("references", (missing, args.language), lambda n: bar.update(n), "reference timelines")
     configs = []
     total = len(models) * len(policies) * (1 if args.long else len(clips))
     with Progress(total, "bench asr") as bar:
@@ -287,7 +317,11 @@ def run(args: argparse.Namespace) -> int:
             for p in policies:
                 job: tuple = (m, p, args.language, clips, args.chunk_ms, update_s, not args.no_vad, args.threads,
                               args.adaptive, settings)
-                configs.append(run_isolated(job, lambda n, m=m, p=p: bar.update(n, f"{m}/{p}"), args.long))
+                on_clip = lambda n, m=m, p=p: bar.update(n, f"{m}/{p}")  # noqa: E731
+                if args.long:
+                    configs.append(run_isolated("long", job, on_clip, f"configuration {m}/{p}", seconds=args.long))
+                else:
+                    configs.append(run_isolated("config", job, on_clip, f"configuration {m}/{p}"))
     if args.json:
         print(json.dumps({"configs": configs}))
         return 0
@@ -296,9 +330,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"{c['name']}: {c['audio_s']} s, WER {c['wer']}%, RTF {c['rtf']}")
             print(f"  decode time p50 per fifth of the stream: {c['update_p50_s_by_fifth']}")
             print(f"  commit lag p50 per minute: {c['lag_p50_s_by_minute']}")
+            print(f"  reference words not matched: {c['lag_unmatched_share']}")
         return 0
     cols = ("name", "wer", "offline_wer", "lag_p50_s", "lag_p90_s", "lag_ca_p50_s", "lag_ca_p90_s",
-            "rtf", "update_p50_s", "peak_rss_mb")
+            "lag_unmatched_share", "rtf", "update_p50_s", "peak_rss_mb")
     print(f"{len(clips)} clips, {configs[0]['audio_s']} s of audio, {configs[0]['words']} reference words")
     print("  ".join(f"{c:>14}" if i else f"{c:<34}" for i, c in enumerate(cols)))
     for c in configs:

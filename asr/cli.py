@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         registry.spec("asr-policy", args.policy.partition(":")[0])
     clock = make_clock(args.realtime)
     source = FileSource(args.input, chunk_ms=args.chunk_ms, clock=clock)
-    if source.info and source.info.clipped_fraction > 0.001:
+    if source.info and (source.info.clipped_fraction or 0.0) > 0.001:  # None: not measured (a probed file)
         print(f"note: {args.input}: {100 * source.info.clipped_fraction:.1f}% of samples are clipped",
               file=sys.stderr)
     config = PipelineConfig(source=args.language, asr_model=args.model, asr_policy=args.policy,

@@ -137,6 +137,13 @@ class AsrStage:
         return [u for u in out if u is not None]
 
     def finish(self, source_time: float) -> TextUpdate:
+        if self.vad is not None and not self._speaking:
+            start = self.vad.finish()  # speech that began too close to the end to be confirmed
+            if start is not None:
+                for old in self._preroll:
+                    if old.end > start:
+                        self._feed(old)
+                self._preroll.clear()
         update = self._close(source_time, end_of_stream=True)
         assert update is not None
         return TextUpdate(update.committed, (), final=True, source_time=source_time,

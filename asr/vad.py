@@ -108,3 +108,19 @@ class StreamingVad:
                 elif p >= cfg.threshold:
                     self._silence_start = None
         return events
+
+    def finish(self) -> float | None:
+        """End of stream: score the last partial window (zero-padded) and return where speech that
+        began but was too short to start a segment starts (minus `pad_s`), else None. A stream
+        that ends within `min_speech_s` of a word's onset would otherwise never feed that word."""
+        cfg = self.config
+        if len(self._pending):
+            n = len(self._pending)
+            window = np.concatenate([self._pending, np.zeros(WINDOW - n, np.float32)])
+            self._pending = np.zeros(0, dtype=np.float32)
+            if self.probability(window) >= cfg.threshold and not self.speaking and self._run_start is None:
+                self._run_start = self._t
+            self._t += n / SAMPLE_RATE
+        if self.speaking or self._run_start is None:
+            return None
+        return max(0.0, self._run_start - cfg.pad_s)

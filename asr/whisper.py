@@ -185,9 +185,12 @@ class WhisperRecognizer:
         last_end = inside[-1].end or self._start
         # Words that start before the last committed word ended were already committed.
         fresh = [w for w in words if (w.start or 0.0) > last_end - 0.1]
-        # A committed word re-decoded with a slightly later timestamp: drop the matching n-gram.
+        before = [word_key(w.text) for w in words[: len(words) - len(fresh)]]
+        # Committed words re-decoded with later timestamps open `fresh`: drop that n-gram, unless
+        # the decode already holds those words before `fresh` (then it is a real repeat: "that that").
         for n in range(min(5, len(fresh), len(inside)), 0, -1):
-            if [word_key(w.text) for w in inside[-n:]] == [word_key(w.text) for w in fresh[:n]]:
+            tail = [word_key(w.text) for w in inside[-n:]]
+            if tail == [word_key(w.text) for w in fresh[:n]] and before[-n:] != tail:
                 return fresh[n:]
         return fresh
 

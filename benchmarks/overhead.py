@@ -69,13 +69,14 @@ def start_ray(tmp: str) -> tuple[str, dict]:
     import ray
 
     from benchmarks.scalekit import http_get
-    from speech.server.cli import configure
+    from speech.server.cli import configure, resolve_args
     from speech.server.ray_engine import deploy
 
     os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
     parser = argparse.ArgumentParser()
     configure(parser)
     args = parser.parse_args(["--engine", "ray", "--pipeline", FAKE_PIPELINE, "--warm-up", "none"])
+    resolve_args(args)
     t0 = time.monotonic()
     ray.init(num_cpus=2, _temp_dir=tmp, include_dashboard=False, logging_level="ERROR")
     t1 = time.monotonic()

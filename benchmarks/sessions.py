@@ -43,14 +43,13 @@ def run_level(server: ServerProcess, n: int, paths: list[Path], clips_each: int,
 
 def held(rows: list[dict], max_ratio: float) -> int:
     base = next(r for r in rows if r["concurrency"] == 1)["translation_lag_p90"]
-    best = 0
+    best, holding = 0, True
     for r in sorted(rows, key=lambda r: r["concurrency"]):
         r["p90_ratio"] = round(r["translation_lag_p90"] / base, 3) if base and r["translation_lag_p90"] else None
-        ok = not r["errors"] and r["p90_ratio"] is not None and r["p90_ratio"] <= max_ratio
-        r["holds"] = ok
-        if not ok:
-            break
-        best = r["concurrency"]
+        r["holds"] = not r["errors"] and r["p90_ratio"] is not None and r["p90_ratio"] <= max_ratio
+        holding = holding and r["holds"]
+        if holding:
+            best = r["concurrency"]
     return best
 
 
@@ -71,11 +70,12 @@ def main() -> int:
         parser.error("--levels must include 1 (the reference)")
     configs = dict(c.partition("=")[::2] for c in (args.config or ["budget="]))
     paths = clips(max(levels) + args.clips)
-    servers = {name: ServerProcess("--max-sessions", str(max(levels)), "--warm-up", f"{args.source}:{args.target}",
-                                   *shlex.split(extra))
-               for name, extra in configs.items()}
-    per: dict[str, dict[int, Lags | list]] = {name: {n: [] for n in levels} for name in configs}
+    servers: dict[str, ServerProcess] = {}
+    per: dict[str, dict[int, list]] = {name: {n: [] for n in levels} for name in configs}
     try:
+        for name, extra in configs.items():  # inside the try: a server that fails stops the others
+            servers[name] = ServerProcess("--max-sessions", str(max(levels)), "--warm-up",
+                                          f"{args.source}:{args.target}", *shlex.split(extra))
         with Progress(len(levels) * len(configs) * args.rounds, "sessions") as progress:
             for _ in range(args.rounds):
                 for n in levels:

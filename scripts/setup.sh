@@ -22,6 +22,8 @@ if [ "$want_test" = 1 ]; then
   command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
   # HAProxy: the scale-out test runs two replicas behind deploy/haproxy.cfg.
   dpkg -s haproxy >/dev/null 2>&1 || need_apt+=(haproxy)
+  # tmux: the microphone demo's screen is read from a terminal multiplexer in the tests.
+  command -v tmux >/dev/null 2>&1 || need_apt+=(tmux)
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${need_apt[*]}" >&2
@@ -38,7 +40,7 @@ stamp=".venv/.installed-$( (cat pyproject.toml scripts/setup.sh; echo $want_test
 if [ ! -f "$stamp" ]; then
   echo "setup: installing the project and its embedded models into .venv (3 to 5 minutes on a new machine)" >&2
   extras="all"
-  # ray: the Ray Serve engine's test (about a minute more to install, ~490 MB).
+  # ray: the Ray Serve engine's test (about a minute more to install, ~370 MB).
   [ "$want_test" = 1 ] && extras="all,neural,test,ray"
   log=$(mktemp)
   pipq() {  # pip install, quiet; fails the set-up when pip fails

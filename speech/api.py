@@ -53,14 +53,15 @@ class Translation(_TextEvent):
 
 @dataclass(frozen=True)
 class SpeechAudio:
-    """Synthesised speech: mono float32 `samples` at `sample_rate`, speaking `text`; `start` is
-    when it plays on the listener's timeline, `wall_time` when it was ready."""
+    """Synthesised speech: mono float32 `samples` at `sample_rate`, speaking `text` in `language`;
+    `start` is when it plays on the listener's timeline, `wall_time` when it was ready."""
 
     samples: np.ndarray
     sample_rate: int
     text: str
     start: float
     wall_time: float
+    language: str = ""
 
     @property
     def duration(self) -> float:
@@ -77,18 +78,19 @@ class EncodedAudio:
     sample_rate: int
     start: float
     wall_time: float
+    language: str = ""
 
 
 Event = Union[Recognition, Translation, SpeechAudio, EncodedAudio]
 
 
-def _event(item: Any, stage: str) -> Event | None:
+def _event(item: Any, stage: str, language: str = "") -> Event | None:
     if isinstance(item, TextUpdate):
         return (Recognition if stage == "asr" else Translation).from_update(item)
     if isinstance(item, AudioChunk):
-        return SpeechAudio(item.samples, item.sample_rate, item.text, item.start, item.wall_time)
+        return SpeechAudio(item.samples, item.sample_rate, item.text, item.start, item.wall_time, language)
     if isinstance(item, EncodedPacket):
-        return EncodedAudio(item.data, item.codec, item.sample_rate, item.start, item.wall_time)
+        return EncodedAudio(item.data, item.codec, item.sample_rate, item.start, item.wall_time, language)
     return None
 
 
@@ -117,8 +119,9 @@ class Pipeline:
         The input is what the first stage takes: audio (numpy arrays of mono samples at
         `sample_rate`, or AudioChunks) when the stages start with "asr"; text (strings, each one
         committed words, or TextUpdates) when they start with "mt" or "tts". Yields Recognition,
-        Translation, SpeechAudio or EncodedAudio, in the order they were emitted. A stage's failure
-        is raised here (a bad option as ConfigError).
+        Translation, SpeechAudio or EncodedAudio, in the order they were emitted; with several
+        `targets`, each target's events carry its `language`. A stage's failure is raised here (a
+        bad option as ConfigError).
         """
         from .clock import make_clock
         from .events import EventLog
@@ -147,13 +150,18 @@ class Pipeline:
         async def source(outbox: Any) -> None:
             await feed(chunks, sample_rate, outbox, clock)
 
-        async def sink(inbox: Any) -> None:
-            async for item in inbox:
-                event = _event(item, last)
-                if event is not None:
-                    queue.put_nowait(event)
+        def sink_for(target: str) -> Any:
+            async def sink(inbox: Any) -> None:
+                async for item in inbox:
+                    event = _event(item, last, target)
+                    if event is not None:
+                        queue.put_nowait(event)
 
-        session = build_session(self.registry, self.config, source, sink, clock=clock, log=log)
+            return sink
+
+        targets = self.config.all_targets  # several targets: one branch (and sink) each
+        sinks = sink_for(targets[0]) if len(targets) == 1 else {t: sink_for(t) for t in targets}
+        session = build_session(self.registry, self.config, source, sinks, clock=clock, log=log)
         if self.realtime:
             clock.restart()
 
@@ -361,17 +369,25 @@ def serve(config: PipelineConfig | None = None, server: ServerOptions | None = N
     """
     import argparse
 
-    from .server.cli import _pair, _serve
+    from .server.cli import _pair, _serve, configure
 
-    config = config if config is not None else PipelineConfig(asr_model="whisper-tiny.en", asr_options={"update_s": 1.0})
+    config = config if config is not None else PipelineConfig(asr_options={"update_s": 1.0})
     server = server if server is not None else ServerOptions()
     if not isinstance(config, PipelineConfig):
         raise ConfigError("config", "expected a speech.PipelineConfig", type(config).__name__)
     if not isinstance(server, ServerOptions):
         raise ConfigError("server", "expected a speech.ServerOptions", type(server).__name__)
-    args = argparse.Namespace(
-        base_config=config, extra=[], pipeline=None, host=server.host, port=server.port, token=server.token,
-        max_sessions=server.max_sessions, allow_origin=list(server.allow_origins),
-        log_dir=Path(server.log_dir) if server.log_dir else None,
-        asr_model=config.asr_model, mt_backend=config.mt_backend, voice=config.voice)
+    parser = argparse.ArgumentParser()
+    configure(parser)
+    args = parser.parse_args([])  # every option of `speech serve` at its default, then ours
+    args.base_config = config
+    for f in dataclasses.fields(server):
+        setattr(args, f.name, getattr(server, f.name))
+    args.allow_origin = list(server.allow_origins)
+    args.log_dir = Path(server.log_dir) if server.log_dir else None
+    args.asr_model, args.mt_backend, args.voice = config.asr_model, config.mt_backend, config.voice
+    if server.engine == "ray":
+        from .server.ray_engine import serve_ray
+
+        return serve_ray(args, _pair(server.warm_up))
     return asyncio.run(_serve(args, _pair(server.warm_up)))

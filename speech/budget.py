@@ -11,9 +11,11 @@ two sessions for twice that. Spinning OpenMP workers that wait for a busy core c
 (llama.cpp fell from ~60 to 2-9 tok/s with the recogniser on the other core). The plan keeps the
 sum of the threads that can compute at once near the number of cores:
 
-- Whisper (CTranslate2): the loaded model is shared. `workers` decodes run in parallel (one per
-  session up to the cores), each with `cores // workers` threads; more sessions than workers
-  queue for a worker rather than oversubscribe.
+- Whisper (CTranslate2): the loaded model is shared. One worker (a decode at a time) per
+  WHISPER_CORES_PER_WORKER cores, at most one per session, each with `cores // workers` threads;
+  more sessions than workers queue for a worker. On 2 cores one 2-thread worker beat two 1-thread
+  workers at 2 sessions (benchmarks/sessions.py, docs/deploy.md): a decode that runs alone on
+  both cores finishes sooner than two that share them, for the same throughput.
 - Gemma (llama.cpp): one context per branch; `cores // (sessions x branches)` threads each, at
   least one.
 - Piper and Silero VAD (onnxruntime): one thread each: their calls are short (60-110 ms a chunk,
@@ -31,9 +33,13 @@ import os
 from dataclasses import dataclass
 
 # Sessions per core that one machine holds in real time with the embedded defaults (en->es,
-# Whisper tiny.en, Apertium, Piper): benchmarks/load.py on a 2-core machine kept 2 sessions
-# within 1.5x of one session's p90 translation lag (docs/deploy.md).
+# Apertium, eSpeak NG): benchmarks/sessions.py on a 2-core machine kept 2 sessions within 1.5x of
+# one session's p90 translation lag in every run, 3 only in some (docs/deploy.md).
 SESSIONS_PER_CORE = 1.0
+
+# Cores per Whisper worker: CTranslate2 gains little from more threads on a model this small, so a
+# large machine runs several decodes side by side instead of one very wide one.
+WHISPER_CORES_PER_WORKER = 4
 
 ENGINES = ("whisper", "whisper_workers", "llama", "onnx", "vad", "bergamot", "apertium")
 
@@ -68,7 +74,7 @@ class ThreadBudget:
 
     def threads(self, engine: str) -> int:
         """Threads (or, for "whisper_workers", parallel decodes) for one engine."""
-        workers = min(self.sessions, self.cores)
+        workers = max(1, min(self.sessions, self.cores // WHISPER_CORES_PER_WORKER))
         plan = {
             "whisper": max(1, self.cores // workers),
             "whisper_workers": workers,

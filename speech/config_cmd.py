@@ -35,7 +35,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def command_parser(command: str) -> argparse.ArgumentParser:
     """COMMAND's own parser, its positional inputs made optional (no input file is read here)."""
     module, _ = COMMANDS_WITH_CONFIG[command]
-    parser = argparse.ArgumentParser(prog=f"speech config show {command}", add_help=False)
+    parser = argparse.ArgumentParser(prog=f"speech config show {command}",
+                                     description=f"The flags of speech {command} whose effect on the configuration is shown.")
     importlib.import_module(module).configure(parser)
     for action in parser._actions:
         if not action.option_strings:

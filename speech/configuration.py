@@ -60,8 +60,12 @@ FLAG_KEYS: dict[str, tuple[tuple[str, ...], Callable[[Any], Any]]] = {
     "fast_english": (("server.fast_english",), lambda v: v),
     "resume_grace": (("server.resume_grace",), lambda v: v),
     "max_listeners": (("server.max_listeners",), lambda v: v),
+    "replica_id": (("server.replica_id",), lambda v: v),
+    "engine": (("server.engine",), lambda v: v),
+    "ray_max_replicas": (("server.ray_max_replicas",), lambda v: v),
+    "ray_replica_cpus": (("server.ray_replica_cpus",), lambda v: v),
     "target_lag": (("tts_options.pace.target_lag_s", "tts_options.pace.condense_lag_s"), _target_lag),
-    "max_speed": (("tts_options.pace.max_speed",), lambda v: v),
+    "max_speed": (("tts_options.pace.max_speed",), lambda v: {} if v is None else {"tts_options.pace.max_speed": v}),
     "no_pace_control": (("tts_options.pace.control",), lambda v: not v),
 }
 

@@ -83,7 +83,7 @@ def check_devices(config: Any, registry: Any) -> None:
         if backend == "default":
             from speech.translate.backends import default_backend
 
-            backend = default_backend(config.source, config.target)
+            backend = default_backend(config.source, config.target, registry)
         if backend.endswith(".gguf"):
             backend = "gguf"
         if ("translator", backend) in registry.specs and "device" in registry.option_names("translator", backend):

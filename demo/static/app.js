@@ -1,6 +1,10 @@
-// Browser client for protocol v1 (docs/protocol.md): microphone -> AudioWorklet -> pcm16 frames
-// over the websocket; recognition/translation events -> the page; pcm16 output -> playback.
-// URL parameters: token, source, target, autostart=1, seconds=N (stop after N s of capture).
+// Browser client for protocol v2 (docs/protocol.md).
+// Speaker mode: microphone -> AudioWorklet -> pcm16 frames over the websocket; recognition and
+// translation events -> the page; pcm16 output of the first target -> playback. After a network drop
+// the page resumes its session by itself (the frames the server did not get are sent again).
+// Listener mode: /ws/listen for one session and one language; its text and audio, live.
+// URL parameters: token, source, target (one, or several comma-separated), autostart=1, seconds=N
+// (stop after N s of capture); listen=SESSION with target=xx opens the listener mode.
 "use strict";
 
 const params = new URLSearchParams(location.search);
@@ -13,7 +17,11 @@ const state = {
   sourceWords: [], targetWords: [],
   nextPlay: 0, audioFrames: 0, audioSeconds: 0, pendingAudio: null,
   lags: [], stopTimer: null, ended: false,
+  // resume: the session, the last event seen, and the frames not yet known to have arrived
+  session: null, resumeToken: "", lastSeq: 0, frames: [], frameBase: 0, streaming: false,
+  endSent: false, dropSince: 0, retryDelay: 200, shownTarget: null, listening: false,
 };
+const KEEP_FRAMES = 600; // 60 s of frames kept for a resume
 
 function setStatus(text, isError) {
   const el = $("status");
@@ -54,23 +62,65 @@ function play(meta, data) {
   $("audio-seconds").textContent = state.audioSeconds.toFixed(1);
 }
 
+function shown(event) {
+  return !event.target || !state.shownTarget || event.target === state.shownTarget;
+}
+
+function onReady(event) {
+  state.session = event.session;
+  state.resumeToken = event.resume_token;
+  state.shownTarget = event.targets[0];
+  document.body.dataset.session = event.session;
+  if (event.resumed) document.body.dataset.resumes = String(Number(document.body.dataset.resumes || "0") + 1);
+  // the server has every frame before frames_received: send the rest (again, after a drop)
+  const from = Math.max(0, event.frames_received - state.frameBase);
+  for (const frame of state.frames.slice(from)) state.ws.send(frame);
+  if (state.ended && !event.input_ended) { state.ws.send(JSON.stringify({ type: "end" })); state.endSent = true; }
+  setStatus(state.ended ? "finishing ..." : event.resumed ? "listening: speak now (resumed)" : "listening: speak now");
+  state.streaming = true;
+  state.retryDelay = 200;
+  const links = $("listen-links");
+  links.textContent = "";
+  for (const [target, wsUrl] of Object.entries(event.listen || {})) {
+    const page = new URL(location.pathname, location.href);
+    page.searchParams.set("listen", event.session);
+    page.searchParams.set("target", target);
+    if (params.get("token")) page.searchParams.set("token", params.get("token"));
+    const a = document.createElement("a");
+    a.href = page.toString();
+    a.textContent = `listen in ${target}`;
+    a.target = "_blank";
+    a.dataset.ws = wsUrl;
+    links.append(a, " ");
+  }
+}
+
 function onMessage(msg) {
   if (msg.data instanceof ArrayBuffer) {
-    if (state.pendingAudio) play(state.pendingAudio, msg.data);
+    if (state.pendingAudio) {
+      if (shown(state.pendingAudio)) play(state.pendingAudio, msg.data);
+      state.lastSeq = Math.max(state.lastSeq, state.pendingAudio.seq || 0);
+    }
     state.pendingAudio = null;
     return;
   }
   const event = JSON.parse(msg.data);
+  if (typeof event.seq === "number" && event.seq <= state.lastSeq) return; // seen before a drop
+  if (typeof event.seq === "number" && event.type !== "audio") state.lastSeq = event.seq;
   switch (event.type) {
-    case "ready": setStatus("listening: speak now"); break;
+    case "ready": onReady(event); break;
+    case "listening": setStatus(`listening to session ${event.session} in ${event.target}`); break;
     case "recognition": showText("source", event); if (event.committed.length) showLag(event.lag); break;
-    case "translation": showText("target", event); if (event.committed.length) showLag(event.lag); break;
+    case "translation":
+      if (!shown(event)) break;
+      showText("target", event); if (event.committed.length) showLag(event.lag); break;
     case "audio": state.pendingAudio = event; break;
     case "error": setStatus(`error (${event.code}): ${event.message}`, true); break;
     case "done":
-      setStatus("done");
+      setStatus(event.reason === "speaker_disconnected" ? "done: the speaker disconnected" : "done");
       document.body.dataset.done = "1";
-      $("summary").textContent = JSON.stringify(event.summary, null, 1);
+      document.body.dataset.reason = event.reason || "";
+      $("summary").textContent = JSON.stringify(event.summary || { reason: event.reason }, null, 1);
       break;
   }
 }
@@ -89,7 +139,9 @@ function sendFrames(force) {
       if (take === head.length) state.pending.shift(); else state.pending[0] = head.subarray(take);
     }
     state.pendingSamples -= n;
-    if (state.ws && state.ws.readyState === WebSocket.OPEN) state.ws.send(pcm.buffer);
+    state.frames.push(pcm.buffer);
+    if (state.frames.length > KEEP_FRAMES) { state.frames.shift(); state.frameBase += 1; }
+    if (state.streaming && state.ws && state.ws.readyState === WebSocket.OPEN) state.ws.send(pcm.buffer);
     state.sentSamples += n;
   }
   $("sent-seconds").textContent = (state.sentSamples / state.ctx.sampleRate).toFixed(1);
@@ -109,33 +161,78 @@ async function start() {
     $("start").disabled = false;
     return;
   }
-  const url = new URL("ws", location.href);
+  connect(false);
+  const input = state.ctx.createMediaStreamSource(state.stream);
+  state.node = new AudioWorkletNode(state.ctx, "capture-processor");
+  state.node.port.onmessage = (e) => {
+    state.pending.push(e.data);
+    state.pendingSamples += e.data.length;
+    sendFrames(false);
+  };
+  input.connect(state.node);
+  $("stop").disabled = false;
+  const seconds = parseFloat(params.get("seconds") || "0");
+  if (seconds > 0) state.stopTimer = setTimeout(stop, seconds * 1000);
+}
+
+function wsUrl(path) {
+  const url = new URL(path, location.href);
   url.protocol = location.protocol === "https:" ? "wss:" : "ws:";
+  return url;
+}
+
+function connect(resume) {
+  const ws = new WebSocket(wsUrl("ws"));
+  ws.binaryType = "arraybuffer";
+  state.ws = ws;
+  state.streaming = false;
+  ws.onmessage = onMessage;
+  ws.onclose = (e) => {
+    if (ws !== state.ws) return;
+    const dropped = e.code === 1006 && !document.body.dataset.done && state.session;
+    if (dropped) {
+      // a network drop: resume within the server's grace period (30 s by default)
+      state.dropSince = state.dropSince || Date.now();
+      if (Date.now() - state.dropSince < 30000) {
+        setStatus("connection lost: resuming ...", true);
+        setTimeout(() => connect(true), state.retryDelay);
+        state.retryDelay = Math.min(state.retryDelay * 2, 2000);
+        return;
+      }
+    }
+    if (!document.body.dataset.done && e.code !== 1000) setStatus(`connection closed (${e.code}) ${e.reason}`, true);
+    stopCapture();
+  };
+  ws.onopen = () => {
+    state.dropSince = 0;
+    const raw = $("target").value.split(",").map((t) => t.trim()).filter((t) => t);
+    const hello = {
+      type: "hello", version: 2, source: $("source").value, target: raw[0] || "es",
+      sample_rate: state.ctx.sampleRate, codec: "pcm16", output_codec: "pcm16",
+      token: params.get("token") || "", client: navigator.userAgent.slice(0, 80),
+    };
+    if (raw.length > 1) hello.targets = raw;
+    if (resume) hello.resume = { session: state.session, token: state.resumeToken, last_seq: state.lastSeq };
+    ws.send(JSON.stringify(hello));
+  };
+}
+
+async function listen() {
+  $("listen-button").disabled = true;
+  $("start").disabled = true;
+  state.listening = true;
+  state.ctx = new AudioContext();
+  const url = wsUrl("ws/listen");
+  url.searchParams.set("session", $("listen-session").value.trim());
+  url.searchParams.set("target", $("target").value.trim());
+  if (params.get("token")) url.searchParams.set("token", params.get("token"));
   const ws = new WebSocket(url);
   ws.binaryType = "arraybuffer";
   state.ws = ws;
   ws.onmessage = onMessage;
   ws.onclose = (e) => {
     if (!document.body.dataset.done && e.code !== 1000) setStatus(`connection closed (${e.code}) ${e.reason}`, true);
-    stopCapture();
-  };
-  ws.onopen = () => {
-    ws.send(JSON.stringify({
-      type: "hello", version: 1, source: $("source").value, target: $("target").value,
-      sample_rate: state.ctx.sampleRate, codec: "pcm16", output_codec: "pcm16",
-      token: params.get("token") || "", client: navigator.userAgent.slice(0, 80),
-    }));
-    const input = state.ctx.createMediaStreamSource(state.stream);
-    state.node = new AudioWorkletNode(state.ctx, "capture-processor");
-    state.node.port.onmessage = (e) => {
-      state.pending.push(e.data);
-      state.pendingSamples += e.data.length;
-      sendFrames(false);
-    };
-    input.connect(state.node);
-    $("stop").disabled = false;
-    const seconds = parseFloat(params.get("seconds") || "0");
-    if (seconds > 0) state.stopTimer = setTimeout(stop, seconds * 1000);
+    $("listen-button").disabled = false;
   };
 }
 
@@ -151,14 +248,19 @@ function stop() {
   clearTimeout(state.stopTimer);
   if (state.ctx && state.pendingSamples) sendFrames(true);
   stopCapture();
-  if (state.ws && state.ws.readyState === WebSocket.OPEN) {
+  if (state.streaming && state.ws && state.ws.readyState === WebSocket.OPEN) {
     state.ws.send(JSON.stringify({ type: "end" }));
+    state.endSent = true;
     setStatus("finishing ...");
   }
 }
 
 $("start").addEventListener("click", start);
 $("stop").addEventListener("click", stop);
+$("listen-button").addEventListener("click", listen);
 if (params.get("source")) $("source").value = params.get("source");
 if (params.get("target")) $("target").value = params.get("target");
-if (params.get("autostart") === "1") start();
+if (params.get("listen")) {
+  $("listen-session").value = params.get("listen");
+  if (params.get("autostart") === "1") listen();
+} else if (params.get("autostart") === "1") start();

@@ -32,6 +32,9 @@ def aggregate(rows: list[dict], target: str = "") -> dict:
         if lags:
             out[f"asr_lag_median_{clock}"] = median(lags)
             out[f"asr_lag_p90_{clock}"] = percentile(lags, 90)
+    referenced = [r for r in rows if r.get("asr_reference_words")]
+    if referenced:  # reference words never committed, pooled over the corpus
+        out["asr_unmatched_share"] = sum(r["asr_unmatched"] for r in referenced) / sum(r["asr_reference_words"] for r in referenced)
     with_ref = [r for r in rows if r.get("reference")]
     if with_ref:
         scores = corpus_scores([r.get("mt_text", "") for r in with_ref], [r["reference"] for r in with_ref])

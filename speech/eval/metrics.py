@@ -129,9 +129,13 @@ def utterance_metrics(
     reference: str | None = None,
     duration: float | None = None,
     language: str = "en",
+    asr_reference: list[Word] | None = None,
 ) -> dict:
     """Everything one utterance's log says. Keys absent = not measurable (said in `notes`).
-    `language`: the source language (the transcript's), for WER's normalisation."""
+    `language`: the source language (the transcript's), for WER's normalisation.
+    `asr_reference`: the clip's reference timeline (speech.asr.reference: Whisper base offline, the
+    same for every configuration); recognition lag is measured against it, reference words never
+    committed reported as a share. Without it, against the committed words' own timestamps."""
     notes: list[str] = []
     src_len = source_duration(records) or duration
     out: dict = {"source_s": src_len}
@@ -145,8 +149,18 @@ def utterance_metrics(
         out.update(asr_errors=counts.errors, asr_ref_words=counts.words, wer=counts.wer)
     else:
         notes.append("no transcript: WER left out")
+    if asr_reference is not None:
+        from speech.asr.reference import recognition_lag
+
+        matched = recognition_lag(asr, asr_reference)
+        by_clock = {"cu": matched.lag_source, "ca": matched.lag_wall}
+        out.update(asr_reference_words=matched.reference_words, asr_unmatched=matched.reference_words - matched.matched,
+                   asr_unmatched_share=matched.unmatched_share)
+    else:
+        by_clock = {clock: commit_lags(asr, clock) for clock in CLOCKS}
+        notes.append("no reference timeline: recognition lag against the committed words' own timestamps")
     for clock in CLOCKS:
-        lags = commit_lags(asr, clock)
+        lags = by_clock[clock]
         if lags:
             out[f"_asr_lags_{clock}"] = lags  # pooled over the corpus by the aggregate
             out[f"asr_lag_median_{clock}"] = median(lags)

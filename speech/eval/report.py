@@ -13,6 +13,7 @@ HEADLINE = [
     ("asr_lag_median_cu", "ASR lag med (u)", "{:.2f}"),
     ("asr_lag_median_ca", "ASR lag med (a)", "{:.2f}"),
     ("asr_lag_p90_ca", "ASR lag p90 (a)", "{:.2f}"),
+    ("asr_unmatched_share", "ASR unmatched", "{:.1%}"),
     ("bleu", "BLEU", "{:.1f}"),
     ("chrf", "chrF", "{:.1f}"),
     ("asr_bleu", "ASR-BLEU", "{:.1f}"),

@@ -20,6 +20,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-sessions", type=int, default=None,
                         help="concurrent sessions; the thread budget is sized for them (default: one per core, "
                              "what benchmarks/load.py showed a machine holds in real time; docs/deploy.md)")
+    parser.add_argument("--targets-per-session", type=int, default=1, metavar="N",
+                        help="targets a session usually has; the thread budget gives each translation branch "
+                             "its share of the cores for this many (default 1)")
     parser.add_argument("--replica-id", default="",
                         help="a name for this server among replicas behind a load balancer (letters, digits); "
                              "session ids start with it, so a balancer can route a listener by its session "
@@ -87,18 +90,29 @@ def parse_extra(items: list[str]) -> dict:
     return extra
 
 
-def run(args: argparse.Namespace) -> int:
+def resolve_args(args: argparse.Namespace) -> tuple[str, str] | None:
+    """Fills `args` with the effective settings (defaults < --config FILE < flags); returns the
+    warm-up pair. Shared by both engines (speech.server.ray_engine builds its replicas from it)."""
     from ..configuration import resolve
 
     if args.replica_id and not args.replica_id.isalnum():
         raise UserError(f"--replica-id must be letters and digits only, got {args.replica_id!r}")
+    if args.targets_per_session < 1:
+        raise UserError("--targets-per-session must be at least 1")
     effective = resolve("serve", args)  # defaults < --config FILE < flags; checks ports and counts
     server = effective.server
     args.host, args.port, args.token, args.max_sessions = server.host, server.port, server.token, server.max_sessions
     args.allow_origin, args.log_dir = list(server.allow_origins), Path(server.log_dir) if server.log_dir else None
     args.resume_grace, args.max_listeners, args.fast_english = server.resume_grace, server.max_listeners, server.fast_english
+    args.replica_id, args.engine = server.replica_id, server.engine
+    args.ray_max_replicas, args.ray_replica_cpus = server.ray_max_replicas, server.ray_replica_cpus
     args.base_config = effective.config
-    warm = _pair(server.warm_up)
+    args.warm_pair = _pair(server.warm_up)
+    return args.warm_pair
+
+
+def run(args: argparse.Namespace) -> int:
+    warm = resolve_args(args)
     if args.engine == "ray":
         from .ray_engine import serve_ray
 
@@ -117,7 +131,7 @@ async def _serve(args: argparse.Namespace, warm: tuple[str, str] | None) -> int:
     from .memory import limit_arenas
 
     limit_arenas()  # before any worker thread exists (see speech.server.memory)
-    budget = ThreadBudget.for_machine(sessions=args.max_sessions)
+    budget = ThreadBudget.for_machine(sessions=args.max_sessions, branches=args.targets_per_session)
     print(f"speech serve: thread budget {budget.describe()}", file=sys.stderr, flush=True)
     registry = default_registry(budget)
     base = getattr(args, "base_config", None) or PipelineConfig(asr_model=args.asr_model, mt_backend=args.mt_backend,

@@ -28,7 +28,8 @@ class StreamResult:
     close_code: int | None = None
     sent_s: float = 0.0  # seconds of audio sent
     elapsed_s: float = 0.0
-    resumes: int = 0  # connections reopened after a drop
+    resumes: int = 0  # sessions resumed after a drop
+    drops: int = 0  # connections lost without a close from the server
 
     @property
     def session(self) -> str | None:
@@ -180,7 +181,12 @@ async def stream_audio(
                         ready.set()
                         if not first:
                             result.resumes += 1
-                            continue  # the first ready is the one kept
+                            if on_event is not None:
+                                on_event(event)
+                            continue  # the first ready is the one kept in `events`
+                    if kind == "error" and event.get("code") == "slow_client" and resume and state["session"]:
+                        state["slow"] = True  # the server dropped a connection that fell behind: resume
+                        continue
                     seq = event.get("seq")
                     if isinstance(seq, int) and seq <= state["last_seq"]:
                         pending_audio = None
@@ -203,8 +209,10 @@ async def stream_audio(
                     sender.cancel()
                 await asyncio.gather(sender, return_exceptions=True)
             result.close_code = ws.close_code
-            if ws.protocol.close_rcvd is None and resume and state["session"] and result.done is None:
-                raise _Dropped()
+            if (ws.protocol.close_rcvd is None or state.pop("slow", False)) and result.done is None:
+                result.drops += 1
+                if resume:
+                    raise _Dropped()
 
     async def run() -> None:
         first = True
@@ -215,11 +223,12 @@ async def stream_audio(
                 await session_once(first)
                 return
             except (_Dropped, OSError, ConnectionClosed) as e:
-                if not resume or state["session"] is None:
+                if not resume or (first and not isinstance(e, _Dropped)):
                     if isinstance(e, _Dropped):
                         return
                     raise
-                first = False
+                # lost before `ready`: nothing was sent yet, so open a new session
+                first = state["session"] is None
                 deadline = deadline or time.monotonic() + resume_for_s
                 if time.monotonic() > deadline:
                     return

@@ -15,14 +15,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", type=Path, help="audio file (WAV, FLAC, Ogg Opus)")
     parser.add_argument("--url", default="ws://127.0.0.1:8765/ws", help="server (default ws://127.0.0.1:8765/ws)")
     parser.add_argument("--source", default="en", help="spoken language (default en)")
-    parser.add_argument("--target", default="es", help="language to translate into (default es)")
+    parser.add_argument("--target", default="es",
+                        help="language to translate into (default es); several, comma-separated (es,pt), "
+                             "from one recogniser")
     parser.add_argument("--token", default="", help="the server's token, if it has one")
     parser.add_argument("--speed", type=float, default=1.0,
                         help="pace: 1 = real time (default), 2 = twice as fast, 0 = as fast as possible")
     parser.add_argument("--codec", choices=("pcm16", "opus"), default="pcm16", help="input codec (default pcm16)")
     parser.add_argument("--output-codec", choices=("pcm16", "opus"), default="pcm16", help="output codec")
     parser.add_argument("--stop-after", type=float, metavar="SECONDS", help="send `end` after this much audio")
-    parser.add_argument("--output", type=Path, help="write the translated speech to this WAV file")
+    parser.add_argument("--output", type=Path, help="write the translated speech to this WAV file "
+                                                    "(several targets: NAME.<target>.wav each)")
+    parser.add_argument("--no-resume", action="store_true",
+                        help="do not reconnect after a network drop (default: resume the session within 30 s)")
     parser.add_argument("--json", action="store_true", help="print every event as one JSON line")
 
 
@@ -32,21 +37,28 @@ class Printer:
     def __init__(self, as_json: bool) -> None:
         self.as_json = as_json
         self.tty = sys.stdout.isatty()
-        self.words = {"recognition": [], "translation": []}
+        self.words: dict[str, list[str]] = {"recognition": []}
 
     def __call__(self, event: dict) -> None:
         kind = event["type"]
         if self.as_json:
             print(json.dumps(event, ensure_ascii=False), flush=True)
             return
-        if kind in self.words:
-            self.words[kind].extend(event["committed"])
+        if kind in ("recognition", "translation"):
+            key = kind if kind == "recognition" else f"{kind}:{event.get('target', '')}"
+            words = self.words.setdefault(key, [])
+            words.extend(event["committed"])
             if event["committed"] or not self.tty:
-                tag = "heard" if kind == "recognition" else "said "
+                tag = "heard" if kind == "recognition" else f"said {event.get('target', '')}"
                 tail = " ".join(event["tentative"])
                 dim = f" \x1b[2m{tail}\x1b[0m" if self.tty and tail else (f" [{tail}]" if tail else "")
                 lag = f"  (lag {event['lag']:.2f} s)" if event.get("lag") is not None else ""
-                print(f"{tag}: {' '.join(self.words[kind])}{dim}{lag}", flush=True)
+                print(f"{tag}: {' '.join(words)}{dim}{lag}", flush=True)
+        elif kind == "ready" and event.get("resumed"):
+            print(f"resumed session {event['session']} after a dropped connection", file=sys.stderr, flush=True)
+        elif kind == "ready" and event.get("listen"):
+            for target, url in event["listen"].items():
+                print(f"listeners ({target}): {url}", file=sys.stderr, flush=True)
         elif kind == "error":
             print(f"error ({event['code']}): {event['message']}", file=sys.stderr, flush=True)
         elif kind == "done":
@@ -66,20 +78,29 @@ def run(args: argparse.Namespace) -> int:
     from ..audio import write_wav
     from .client import stream_file
 
+    from ..pipeline import parse_targets
+
     if args.speed < 0:
         raise UserError("--speed must be 0 (as fast as possible) or positive")
     try:
+        targets = parse_targets(args.target)
+    except ValueError as e:
+        raise UserError(f"--target: {e}") from None
+    try:
         result = asyncio.run(stream_file(
-            args.url, args.file, args.source, args.target, token=args.token, codec=args.codec,
-            output_codec=args.output_codec, speed=args.speed, stop_after_s=args.stop_after,
-            on_event=Printer(args.json)))
+            args.url, args.file, args.source, targets[0], targets=targets if len(targets) > 1 else (),
+            token=args.token, codec=args.codec, output_codec=args.output_codec, speed=args.speed,
+            stop_after_s=args.stop_after, on_event=Printer(args.json), resume=not args.no_resume))
     except (OSError, InvalidHandshake, InvalidURI) as e:
         raise UserError(f"cannot reach {args.url} ({e}); is `speech serve` running?") from None
     if args.output:
-        samples, rate = result.pcm()
-        if rate:
-            write_wav(args.output, samples, rate)
-            print(f"wrote {args.output} ({len(samples) / rate:.1f} s)", file=sys.stderr)
+        for target in targets:
+            samples, rate = result.pcm(target)
+            path = args.output if len(targets) == 1 else args.output.with_name(
+                f"{args.output.stem}.{target}{args.output.suffix or '.wav'}")
+            if rate:
+                write_wav(path, samples, rate)
+                print(f"wrote {path} ({len(samples) / rate:.1f} s)", file=sys.stderr)
     if result.error:
         return 1
     return 0 if result.done else 1

@@ -112,6 +112,8 @@ class Connection:
             for task in (sender, receiver):
                 task.cancel()
             await asyncio.gather(sender, receiver, return_exceptions=True)
+            if live.finished and live.speaker is outbox and outbox.error is None and self.ws.protocol.close_rcvd:
+                self.server.hub.delivered(live)  # done, then a close the client answered
             # the socket is gone (or the session is over): wait for a resume, or nothing to do
             live.detach(outbox, outbox.error or "disconnected")
 

@@ -41,18 +41,17 @@ class SessionHub:
     async def open(self, hello: P.Hello, number: int) -> LiveSession:
         """A new session for a speaker's hello: takes a slot and builds the pipeline (or refuses)."""
         session_id = self.server.session_id(secrets.token_urlsafe(16))
-        try:
-            log = EventLog(self.server.log_path(number), keep=False)
-        except OSError as e:
-            raise P.ProtocolError("log_unwritable", f"cannot write the session log: {e}", P.CLOSE_INTERNAL) from None
-        live = LiveSession(self, hello, number, session_id, secrets.token_urlsafe(24), log)
+        live = LiveSession(self, hello, number, session_id, secrets.token_urlsafe(24), EventLog(keep=False))
         if not self.server.try_acquire(live):
-            log.close()
             self.metrics.rejected["busy"] += 1
             raise P.ProtocolError(
                 "busy", f"the server is busy ({self.config.max_sessions} sessions); try again later", P.CLOSE_TRY_AGAIN
             )
-        log.on_record = live.on_record_any_thread
+        try:
+            log = live.log = EventLog(self.server.log_path(number), keep=False, on_record=live.on_record_any_thread)
+        except OSError as e:
+            self.server.release(live)
+            raise P.ProtocolError("log_unwritable", f"cannot write the session's event log ({e})", P.CLOSE_INTERNAL) from None
         try:
             session = await asyncio.to_thread(
                 self.server.pipeline, hello, live.source, live.sinks(), live.clock, log
@@ -69,7 +68,7 @@ class SessionHub:
         try:
             log.write("session", id=session_id, source=hello.source, targets=list(hello.all_targets),
                       client=hello.client)
-        except EventLogError as e:  # a full disk: this session cannot keep its record
+        except EventLogError as e:  # a full disk: the session cannot keep its record
             self.server.release(live)
             log.close()
             raise P.ProtocolError("log_unwritable", str(e), P.CLOSE_INTERNAL) from None
@@ -94,13 +93,21 @@ class SessionHub:
         return live
 
     def finished(self, live: LiveSession) -> None:
-        """The pipeline is over: free the slot; keep the session for a speaker who may come back."""
+        """The pipeline is over: free the slot; keep the session for a speaker who may come back
+        (even an attached one: its connection may be dead without the server knowing yet)."""
         self.server.release(live)
-        if live.speaker is None and self.config.resume_grace > 0 and live.end_reason != "shutdown":
+        if self.config.resume_grace > 0 and not self.server.closing:
             self._expiry[live.id] = asyncio.get_running_loop().call_later(
                 self.config.resume_grace, self._forget, live.id)
         else:
             self._forget(live.id)
+
+    def delivered(self, live: LiveSession) -> None:
+        """The speaker acknowledged the close that follows `done`: nothing is left to resume."""
+        handle = self._expiry.pop(live.id, None)
+        if handle is not None:
+            handle.cancel()
+        self._forget(live.id)
 
     def _forget(self, session_id: str) -> None:
         self._expiry.pop(session_id, None)

@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 from ..errors import UserError
 
-INSTALL_HINT = ("--engine ray needs Ray Serve, an optional extra (about 490 MB): "
+INSTALL_HINT = ("--engine ray needs Ray Serve, an optional extra (about 370 MB): "
                 ".venv/bin/pip install -e '.[ray]'  (or: pip install 'ray[serve]==2.60.0')")
 WEBSOCKET_ROUTES = ("/", "/ws", "/ws/listen")
 DRAIN_S = 3600.0  # a replica scaled down waits this long for its sessions (a talk) to end
@@ -44,11 +44,12 @@ def require_ray() -> None:
 
 
 async def start_inner_server(args: argparse.Namespace) -> Any:  # SpeechServer
-    """The replica's own `SpeechServer` on 127.0.0.1:0, built as `speech serve` builds it."""
+    """The replica's own `SpeechServer` on 127.0.0.1:0, built as `speech serve` builds it from
+    arguments that `speech.server.cli.resolve_args` has filled."""
     from ..backends import default_registry
     from ..budget import ThreadBudget
     from ..pipeline import PipelineConfig
-    from .cli import _pair, parse_extra
+    from .cli import parse_extra
     from .memory import limit_arenas
     from .pipelines import RealPipeline, load_factory
     from .protocol import Hello
@@ -56,16 +57,19 @@ async def start_inner_server(args: argparse.Namespace) -> Any:  # SpeechServer
 
     limit_arenas()
     cores = args.ray_replica_cpus or None  # the CPUs Ray reserved for this replica
-    registry = default_registry(ThreadBudget.for_machine(sessions=args.max_sessions, cores=cores))
-    extra = {"asr_update_s": args.asr_update_s} if args.asr_update_s > 0 else {}
-    extra.update(parse_extra(args.extra))
-    base = PipelineConfig(asr_model=args.asr_model, mt_backend=args.mt_backend, voice=args.voice, extra=extra)
-    factory = load_factory(args.pipeline, registry, base) if args.pipeline else RealPipeline(registry, base)
-    warm = _pair(args.warm_up)
+    registry = default_registry(ThreadBudget.for_machine(sessions=args.max_sessions, branches=args.targets_per_session,
+                                                         cores=cores))
+    base = getattr(args, "base_config", None) or PipelineConfig(asr_model=args.asr_model, mt_backend=args.mt_backend,
+                                                                voice=args.voice)
+    base = base.replace(extra=parse_extra(args.extra))
+    english = "whisper-tiny.en" if args.fast_english else None
+    factory = load_factory(args.pipeline, registry, base) if args.pipeline else RealPipeline(registry, base, english)
+    warm = args.warm_pair
     if warm and hasattr(factory, "warm_up"):
         await factory.warm_up(Hello(warm[0], warm[1], 16000))
     config = ServerConfig(host="127.0.0.1", port=0, token=args.token, max_sessions=args.max_sessions,
-                          replica_id=args.replica_id, log_dir=args.log_dir)  # origins: checked by the ingress
+                          replica_id=args.replica_id, log_dir=args.log_dir, resume_grace=args.resume_grace,
+                          max_listeners=args.max_listeners)  # origins: checked by the ingress
     server = SpeechServer(config, factory)
     await server.start()
     return server
@@ -217,7 +221,8 @@ def _http_get(port: int, request: Any) -> tuple[int, dict, bytes]:
 
 
 def deploy(args: argparse.Namespace, host: str, port: int, max_replicas: int = 1) -> None:
-    """Start Serve on host:port (on the Ray cluster this process is connected to) and run the app."""
+    """Start Serve on host:port (on the Ray cluster this process is connected to) and run the app;
+    `args`: `speech serve` arguments filled by `speech.server.cli.resolve_args`."""
     from ray import serve
 
     serve.start(http_options={"host": host, "port": port}, logging_config={"log_level": "WARNING"})

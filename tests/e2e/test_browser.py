@@ -198,3 +198,160 @@ def test_stream_cli_and_server_shutdown_flush(tmp_path):
     assert done, out
     heard = float(done[0].split()[1])
     assert 0.5 < heard < 9.0
+
+
+async def evaluate(page_ws: str, expr: str, until, timeout: float) -> dict:
+    """Evaluate `expr` (a JSON string) on a page until `until(value)` or the timeout; the last value."""
+    from websockets.asyncio.client import connect
+
+    value: dict = {}
+    async with connect(page_ws, max_size=None) as ws:
+        deadline = time.monotonic() + timeout
+        n = 0
+        while time.monotonic() < deadline:
+            n += 1
+            await ws.send(json.dumps({"id": n, "method": "Runtime.evaluate", "params": {"expression": expr}}))
+            while True:
+                reply = json.loads(await ws.recv())
+                if reply.get("id") == n:
+                    break
+            raw = reply.get("result", {}).get("result", {}).get("value")
+            if raw is not None:
+                value = json.loads(raw)
+                if until(value):
+                    return value
+            await asyncio.sleep(0.3)
+    return value
+
+
+def test_listener_page_hears_a_speaker_page_fake_pipeline():
+    """A speaker page (fake microphone) speaks es and pt; a second page listens to pt."""
+    require_data(FLEURS)
+    import soundfile as sf
+
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "PYTHONPATH": str(REPO)}
+    expr = """JSON.stringify({session: document.body.dataset.session || '',
+        status: document.getElementById('status').textContent,
+        target: document.getElementById('target-committed').textContent,
+        frames: +document.getElementById('audio-frames').textContent,
+        links: document.getElementById('listen-links').textContent,
+        reason: document.body.dataset.reason || '', done: document.body.dataset.done === '1'})"""
+    with tempfile.TemporaryDirectory() as tmp:
+        wav = Path(tmp) / "mic.wav"
+        data, rate = sf.read(str(FLEURS / "fleurs-en-000.ogg"), dtype="float32")
+        sf.write(str(wav), data, rate, subtype="PCM_16")
+        server, port = start_server(["--pipeline", "tests.unit.test_server_fakes:make_fake_factory",
+                                     "--warm-up", "none"], env)
+        browser = None
+        try:
+            url = f"http://127.0.0.1:{port}/?autostart=1&seconds=6&source=en&target=es,pt"
+            browser, devtools = start_chromium(url, wav, Path(tmp) / "profile")
+
+            def pages():
+                with urllib.request.urlopen(f"http://127.0.0.1:{devtools}/json/list", timeout=5) as r:
+                    return [t for t in json.loads(r.read()) if t["type"] == "page"]
+
+            async def main():
+                speaker = (await asyncio.to_thread(pages))[0]
+                ready = await evaluate(speaker["webSocketDebuggerUrl"], expr, lambda v: v["session"], 40)
+                assert ready.get("session"), ready
+                listen = f"http://127.0.0.1:{port}/?listen={ready['session']}&target=pt&autostart=1"
+                from urllib.parse import quote
+
+                request = urllib.request.Request(f"http://127.0.0.1:{devtools}/json/new?{quote(listen, safe='')}",
+                                                 method="PUT")
+                page = json.loads(await asyncio.to_thread(lambda: urllib.request.urlopen(request, timeout=10).read()))
+                heard = await evaluate(page["webSocketDebuggerUrl"], expr, lambda v: v["done"] or "error" in v["status"], 40)
+                heard["url"] = page.get("url")
+                spoke = await evaluate(speaker["webSocketDebuggerUrl"], expr, lambda v: v["done"], 20)
+                return ready, heard, spoke
+
+            ready, heard, spoke = asyncio.run(main())
+        finally:
+            if browser is not None:
+                browser.kill()
+                browser.wait()
+            err = stop_server(server)
+    assert "listen in es" in ready["links"] and "listen in pt" in ready["links"]
+    assert heard["done"] and heard["reason"] == "speaker_ended", (heard, err[-1500:])
+    words = heard["target"].split()
+    said = spoke["target"].split()  # the speaker page shows its first target, es: the same fake words
+    assert words and words == said[len(said) - len(words):], (heard, spoke)
+    assert heard["frames"] == len(words)  # one fake audio frame per word, played
+
+
+def test_speaker_page_resumes_its_session_fake_pipeline():
+    """Mid-talk the page's connection is replaced by a resumed one (as after a network drop):
+    the words go on from where they were, none twice, none missing, and the session ends with done."""
+    require_data(FLEURS)
+    import soundfile as sf
+
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "PYTHONPATH": str(REPO)}
+    expr = """JSON.stringify({session: document.body.dataset.session || '',
+        resumes: +(document.body.dataset.resumes || 0), status: document.getElementById('status').textContent,
+        source: document.getElementById('source-committed').textContent,
+        target: document.getElementById('target-committed').textContent,
+        frames: +document.getElementById('audio-frames').textContent,
+        sent: +document.getElementById('sent-seconds').textContent,
+        summary: document.getElementById('summary').textContent,
+        done: document.body.dataset.done === '1'})"""
+    # what a dropped connection leaves behind: a socket the page no longer uses, and a resume 1 s later
+    drop = ("(() => { const old = state.ws; old.onclose = null; state.streaming = false; old.close(); "
+            "setTimeout(() => connect(true), 1000); return '{}'; })()")
+    with tempfile.TemporaryDirectory() as tmp:
+        wav = Path(tmp) / "mic.wav"
+        data, rate = sf.read(str(FLEURS / "fleurs-en-000.ogg"), dtype="float32")
+        sf.write(str(wav), data, rate, subtype="PCM_16")
+        server, port = start_server(["--pipeline", "tests.unit.test_server_fakes:make_fake_factory",
+                                     "--warm-up", "none"], env)
+        browser = None
+        try:
+            url = f"http://127.0.0.1:{port}/?autostart=1&seconds=4&source=en&target=es"
+            browser, devtools = start_chromium(url, wav, Path(tmp) / "profile")
+
+            def pages():
+                with urllib.request.urlopen(f"http://127.0.0.1:{devtools}/json/list", timeout=5) as r:
+                    return [t for t in json.loads(r.read()) if t["type"] == "page"]
+
+            async def main():
+                page = (await asyncio.to_thread(pages))[0]["webSocketDebuggerUrl"]
+                before = await evaluate(page, expr, lambda v: len(v["source"].split()) >= 3, 40)
+                await evaluate(page, drop, lambda v: True, 5)
+                after = await evaluate(page, expr, lambda v: v["done"] or "error" in v["status"], 40)
+                return before, after
+
+            before, after = asyncio.run(main())
+        finally:
+            if browser is not None:
+                browser.kill()
+                browser.wait()
+            err = stop_server(server)
+    assert after["done"] and after["resumes"] == 1 and after["session"] == before["session"], (after, err[-1500:])
+    words = after["source"].split()
+    assert words == [f"w{i}" for i in range(len(words))] and len(words) >= 7, after  # about 4 s: w0..w7
+    assert after["target"].split() == [w.upper() for w in words] and after["frames"] == len(words)
+    # every frame the microphone produced reached the server, those around the drop included
+    assert abs(json.loads(after["summary"])["audio_in_s"] - after["sent"]) < 0.11, after
+
+
+def test_page_screenshot_shows_the_page(tmp_path):
+    """The page as a user first sees it, rendered by Chromium: a real picture, not a blank one."""
+    from matplotlib.image import imread
+
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "PYTHONPATH": str(REPO)}
+    server, port = start_server(["--warm-up", "none", "--pipeline", "tests.unit.test_server_fakes:make_fake_factory"], env)
+    shot = tmp_path / "page.png"
+    try:
+        subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                        f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1100,800",
+                        f"--screenshot={shot}", f"http://127.0.0.1:{port}/"],
+                       capture_output=True, timeout=120, check=False)
+    finally:
+        stop_server(server)
+    assert shot.is_file(), "chromium wrote no screenshot"
+    pixels = imread(str(shot))
+    assert pixels.shape[:2] == (800, 1100)
+    # text and controls: many distinct shades, and a good share of the page is not background
+    grey = pixels[..., :3].mean(axis=2)
+    assert len(set((grey * 255).astype(int).ravel().tolist())) > 20
+    assert (abs(grey - float(grey.mean())) > 0.05).mean() > 0.01

@@ -61,3 +61,28 @@ def test_mic_real_pipeline_translates_a_recording(clip, tmp_path):
     assert len(said.split()) >= 3 and said.lower() != heard.lower(), said
     data, rate = sf.read(str(out))
     assert len(data) / rate > 0.5
+
+
+def test_mic_screen_in_a_terminal_multiplexer(clip, tmp_path):
+    """The live demo's screen as a user sees it: tmux runs it on a terminal, capture-pane reads it."""
+    import shutil
+    import time
+
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed")
+    name = f"speech-mic-{os.getpid()}"
+    command = (f"cd {REPO} && PYTHONPATH={REPO} OMP_WAIT_POLICY=PASSIVE {sys.executable} -m speech.cli mic "
+               f"--input-file {clip} --no-playback --pipeline tests.unit.test_server_fakes:make_fake_factory; "
+               f"echo EXITED $?; sleep 60")
+    subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "120", "-y", "30", command], check=True)
+    try:
+        screen = ""
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and "EXITED" not in screen:
+            time.sleep(0.5)
+            screen = subprocess.run(["tmux", "capture-pane", "-p", "-t", name], capture_output=True, text=True).stdout
+        (tmp_path / "screen.txt").write_text(screen)
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+    assert "EXITED 0" in screen, screen
+    assert "heard: w0 w1 w2 w3 w4 w5" in screen and "said:  W0 W1 W2 W3 W4 W5" in screen, screen

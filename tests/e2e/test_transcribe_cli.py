@@ -63,6 +63,8 @@ def test_bench_asr_json(librivox, tmp_path):
     assert c["wer"] < 70, streamed
     assert 0 < c["lag_p50_s"] <= c["lag_p90_s"] < 5 and c["lag_ca_p50_s"] >= c["lag_p50_s"]
     assert 0 < c["rtf"] and c["peak_rss_mb"] > 20
+    # Lag against Whisper base's offline timeline: its 8 words, the ones PocketSphinx missed counted.
+    assert c["lag_reference_words"] == 8 and 0.0 <= c["lag_unmatched_share"] < 0.5
 
 
 def test_transcribe_bad_policy_option_names_the_known_ones():

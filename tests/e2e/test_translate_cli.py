@@ -67,3 +67,27 @@ def test_clear_errors_for_bad_input(tmp_path):
                       "--codec-rate", "22050")
     assert bad_rate.returncode == 2 and "Opus does not support 22050 Hz" in bad_rate.stderr
     assert "Traceback" not in bad_rate.stderr + bad_lang.stderr + bad_voice.stderr + missing.stderr
+
+
+@pytest.mark.slow
+def test_several_targets_write_one_wav_each_from_one_recogniser(tmp_path):
+    from tests.conftest import FLEURS
+
+    clip = FLEURS / "fleurs-en-000.ogg"
+    require_data(clip)
+    import soundfile as sf
+
+    log = tmp_path / "events.jsonl"
+    done = speech("translate", str(clip), "--source", "en", "--target", "es,pt", "--output",
+                  str(tmp_path / "talk.wav"), "--log", str(log), "--compact")
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert sum(1 for r in records if r["kind"] == "stats" and r["stage"] == "asr") == 1  # one recogniser
+    for target in ("es", "pt"):
+        audio, rate = sf.read(str(tmp_path / f"talk.{target}.wav"), dtype="float32")
+        spoken = [r["text"] for r in records if r["kind"] == "audio" and r.get("target") == target]
+        said = [w["text"] for r in records if r["kind"] == "update" and r["stage"] == "mt"
+                and r.get("target") == target for w in r["committed"]]
+        assert len(audio) / rate > 2.0 and spoken and len(said) >= 10, target
+        assert f"wrote {tmp_path / f'talk.{target}.wav'}" in done.stdout and f"spoken ({target}):" in done.stdout
+    assert not (tmp_path / "talk.wav").exists()

@@ -76,3 +76,23 @@ def test_serve_example_listens_and_stops_cleanly(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_the_command_line_lines_parse(tmp_path):
+    """The `speech ...` lines of the page name real commands and flags (config show runs them)."""
+    import shlex
+
+    from tests.e2e.test_models_doc import fenced_lines
+
+    lines = [line.split("#")[0].strip() for language, line in fenced_lines(DOC.read_text()) if language == ""]
+    assert len(lines) >= 3
+    (tmp_path / "german.toml").write_text('target = "de"\n[server]\nport = 9000\n')
+    for line in filter(None, lines):
+        argv = shlex.split(line)
+        assert argv[0] == "speech"
+        command = argv[1] if argv[1] != "config" else argv[3]
+        flags = [a for a in argv[2:] if a not in ("show", command, "talk.wav")]
+        r = subprocess.run([sys.executable, "-m", "speech.cli", "config", "show", command, *flags], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120, env=_env())
+        assert r.returncode == 0, (line, r.stderr)
+        assert 'target = "de"' in r.stdout

@@ -70,3 +70,13 @@ def test_translate_file_result_and_save(tmp_path):
 
     data, rate = sf.read(path)
     assert rate == result.sample_rate and len(data) == len(result.samples)
+
+
+@pytest.mark.slow
+def test_stream_to_several_targets_tags_each_event_with_its_language():
+    config = speech.PipelineConfig(source="en", targets=("es", "pt"), stages=("mt", "tts"), voice="espeak")
+    events = run(speech.Pipeline(config).stream(["The weather is nice today."]))
+    audio = {e.language: e for e in events if isinstance(e, speech.SpeechAudio)}
+    assert set(audio) == {"es", "pt"}
+    translated = {e.language: e.text for e in events if isinstance(e, speech.Translation) and e.text}
+    assert "tiempo" in translated["es"] and "tempo" in translated["pt"]

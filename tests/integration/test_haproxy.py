@@ -8,7 +8,9 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
@@ -64,6 +66,16 @@ def test_listener_session_prefix_routes_to_its_replica(cluster):
         assert replica_for(lb, f"{replica}-abc123") == replica
 
 
+def settle(replicas):
+    """Every replica has a free slot again, and HAProxy's health checks (every 0.5 s) have seen it:
+    while all replicas are marked full, HAProxy itself answers 503."""
+    for _ in range(200):
+        if all(http_get(f"http://127.0.0.1:{r.port}/healthz")[0] == 200 for r in replicas):
+            break
+        time.sleep(0.05)
+    time.sleep(2.0)
+
+
 async def _wait_active(replicas, n, timeout=10.0):
     for _ in range(int(timeout / 0.05)):
         active = [await asyncio.to_thread(lambda r=r: r.metrics()["sessions"]["active"]) for r in replicas]
@@ -75,6 +87,7 @@ async def _wait_active(replicas, n, timeout=10.0):
 
 def test_four_speakers_two_per_replica_and_a_fifth_is_refused(cluster):
     lb, replicas = cluster
+    settle(replicas)
     before = [r.metrics()["sessions"]["total"] for r in replicas]
 
     async def main():
@@ -85,7 +98,7 @@ def test_four_speakers_two_per_replica_and_a_fifth_is_refused(cluster):
         active = await _wait_active(replicas, 4)
         # Every replica full: each /healthz says so, HAProxy takes both out within its check interval.
         health = [await asyncio.to_thread(http_get, f"http://127.0.0.1:{r.port}/healthz") for r in replicas]
-        for _ in range(60):
+        for _ in range(100):
             lb_health = await asyncio.to_thread(http_get, f"http://127.0.0.1:{lb.port}/healthz")
             if lb_health[0] == 503 and not isinstance(lb_health[1], dict):
                 break  # HAProxy's own answer: no server available
@@ -115,6 +128,7 @@ def test_four_speakers_two_per_replica_and_a_fifth_is_refused(cluster):
 
 def test_three_speakers_served_through_the_balancer(cluster):
     lb, replicas = cluster
+    settle(replicas)
 
     async def main():
         return await asyncio.gather(*(stream_audio(lb.url, tone(2.0), 16000, "en", "es", speed=1.0)
@@ -141,9 +155,10 @@ def test_listeners_reach_the_replica_holding_their_session(cluster):
     lb, replicas = cluster
     if not asyncio.run(_listener_endpoint_exists(replicas[0])):
         pytest.skip("the listener endpoint (/ws/listen) is not in this build")
+    settle(replicas)
 
-    async def listen(session_id, target, into):
-        async with connect(f"{lb.url}/listen?session={session_id}&target={target}") as ws:
+    async def listen(query, into):
+        async with connect(f"{lb.url}/listen?{query}") as ws:
             async for message in ws:
                 if isinstance(message, str):
                     into.append(json.loads(message))
@@ -154,10 +169,12 @@ def test_listeners_reach_the_replica_holding_their_session(cluster):
         async with connect(lb.url) as ws:
             await ws.send(json.dumps({"type": "hello", "source": "en", "target": "es", "sample_rate": 16000}))
             ready = json.loads(await ws.recv())
-            session_id = ready.get("session_id") or ready.get("session")
-            assert session_id and session_id.split("-")[0] in ("r1", "r2"), ready
+            session_id = ready["session"]
+            assert session_id.split("-")[0] in ("r1", "r2"), ready
+            # the listener URL names the replica itself; through the balancer, keep its query only
+            query = urlsplit(ready["listen"]["es"]).query
             heard = [[], []]
-            listeners = [asyncio.create_task(listen(session_id, "es", h)) for h in heard]
+            listeners = [asyncio.create_task(listen(query, h)) for h in heard]
             await asyncio.sleep(0.5)
             pcm = (tone(3.0) * 32767).astype("<i2").tobytes()
             for i in range(0, len(pcm), 3200):

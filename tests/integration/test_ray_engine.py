@@ -22,7 +22,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
 from benchmarks.scalekit import FAKE_PIPELINE, REPO, free_port, http_get
-from speech.server.cli import configure
+from speech.server.cli import configure, resolve_args
 from speech.server.client import stream_audio
 
 HAS_RAY = importlib.util.find_spec("ray") is not None and importlib.util.find_spec("fastapi") is not None
@@ -36,7 +36,9 @@ def tone(seconds, rate=16000):
 def serve_args(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     configure(parser)
-    return parser.parse_args(["--engine", "ray", "--pipeline", FAKE_PIPELINE, "--warm-up", "none", *argv])
+    args = parser.parse_args(["--engine", "ray", "--pipeline", FAKE_PIPELINE, "--warm-up", "none", *argv])
+    resolve_args(args)  # as `speech serve` does
+    return args
 
 
 @pytest.fixture(scope="module")
@@ -116,3 +118,42 @@ def test_engine_ray_without_ray_says_how_to_install(tmp_path):
                           "--warm-up", "none"], capture_output=True, text=True, env=env, timeout=60, cwd=REPO)
     assert out.returncode != 0
     assert ".[ray]" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_listener_hears_the_speaker_through_ray_serve(ray_serve):
+    """/ws/listen reaches the replica holding the session (one replica here) through the ingress."""
+    import json
+    from urllib.parse import urlsplit
+
+    base = f"ws://127.0.0.1:{ray_serve}"
+
+    async def main():
+        async with connect(f"{base}/ws") as ws:
+            await ws.send(json.dumps({"type": "hello", "source": "en", "target": "es", "sample_rate": 16000}))
+            ready = json.loads(await ws.recv())
+            query = urlsplit(ready["listen"]["es"]).query
+            heard = []
+
+            async def listen():
+                async with connect(f"{base}/ws/listen?{query}") as lw:
+                    async for message in lw:
+                        if isinstance(message, str):
+                            heard.append(json.loads(message))
+
+            listener = asyncio.create_task(listen())
+            await asyncio.sleep(1.0)
+            pcm = (tone(2.0) * 32767).astype("<i2").tobytes()
+            for i in range(0, len(pcm), 3200):
+                await ws.send(pcm[i:i + 3200])
+                await asyncio.sleep(0.1)
+            await ws.send(json.dumps({"type": "end"}))
+            async for _ in ws:
+                pass
+            await asyncio.wait_for(listener, 20)
+            return ready, heard
+
+    ready, heard = asyncio.run(asyncio.wait_for(main(), 60))
+    assert ready["session"].startswith("ray1-")
+    words = [w for e in heard if e["type"] == "translation" for w in e["committed"]]
+    assert words == [f"W{i}" for i in range(4)]
+    assert heard[-1]["type"] == "done"

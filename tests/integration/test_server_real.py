@@ -66,3 +66,29 @@ def test_opus_in_and_out(pipeline):
     assert res.audio and all(meta["codec"] == "opus" for meta, _ in res.audio)
     pcm, rate = res.pcm()
     assert len(pcm) / rate > 0.5 and abs(pcm).max() > 0.05
+
+
+def test_two_targets_from_one_recogniser(pipeline, tmp_path):
+    from tests.conftest import FLEURS
+
+    async def main():
+        async with SpeechServer(ServerConfig(port=0, log_dir=tmp_path), pipeline) as srv:
+            return await stream_file(srv.url, FLEURS / "fleurs-en-000.ogg", "en", "es", targets=["es", "pt"], speed=0)
+
+    res = asyncio.run(asyncio.wait_for(main(), 300))
+    assert res.error is None and res.events[-1]["type"] == "done"
+    (path,) = list(tmp_path.glob("session-*.jsonl"))
+    records = read_events(path)
+    heard = res.committed("recognition")
+    assert len(heard) >= 10 and heard == [w["text"] for r in records if r["kind"] == "update" and r["stage"] == "asr"
+                                          for w in r["committed"]]
+    for target in ("es", "pt"):
+        said = res.committed("translation", target)
+        logged = [w["text"] for r in records if r["kind"] == "update" and r["stage"] == "mt"
+                  and r.get("target") == target for w in r["committed"]]
+        assert said and said == logged, target
+        pcm, rate = res.pcm(target)
+        assert rate > 0 and len(pcm) / rate > 1.0, target
+    es, pt = res.text("translation", "es").lower(), res.text("translation", "pt").lower()
+    assert es != pt  # two languages, not one copied
+    assert res.done["summary"]["targets"]["pt"]["translated_words"] == len(res.committed("translation", "pt"))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from speech.eval.listener import audio_records, heard_words, lag_per_minute, listener_latency
+from speech.eval.listener import audio_records, heard_words, lag_per_minute, lag_slope, listener_latency
 from speech.tts.longtalk import replay, run_stages
 from speech.types import TextUpdate, Word
 
@@ -43,27 +43,36 @@ def spanish_stream(seconds: float) -> tuple[list[TextUpdate], float]:
     return updates, t
 
 
-def speak(registry, updates, control: bool) -> list[dict]:
+def speak(registry, updates, control: bool, **pace) -> list[dict]:
     from speech.pipeline import PipelineConfig
 
-    config = PipelineConfig(source="en", target="es", stages=("tts",), extra={"tts_pace": {"control": control}})
+    config = PipelineConfig(source="en", target="es", stages=("tts",), extra={"tts_pace": {"control": control, **pace}})
     records, _ = asyncio.run(run_stages(registry, config, replay(updates)))
     return records
 
 
 def test_control_bounds_the_listener_lag_that_grows_without_it(registry):
+    """Read FLEURS English runs ~1.4x faster than eSpeak NG says its Spanish translation: without
+    control the listener falls ~15 s behind every minute. At the voice's own speed limit (1.25x,
+    where its round trip stays within 5 points) the drift is cut by far; allowed 1.6x, the lag is
+    bounded."""
     updates, length = spanish_stream(120)
     off = speak(registry, updates, control=False)
     on = speak(registry, updates, control=True)
-    off_minutes = lag_per_minute(heard_words(audio_records(off)))
-    on_minutes = lag_per_minute(heard_words(audio_records(on)))
+    fast = speak(registry, updates, control=True, max_speed=1.6)
+    off_words, on_words = heard_words(audio_records(off)), heard_words(audio_records(on))
+    off_minutes = lag_per_minute(off_words)
     end_off = listener_latency(off, length)["EndOffset"]
-    end_on = listener_latency(on, length)["EndOffset"]
     # without control: later words wait longer, and the end is far behind the speaker
     assert off_minutes[-1]["p50"] > off_minutes[0]["p50"] + 3, off_minutes
-    assert end_off > 12, end_off
-    # with it: bounded, and much closer
-    assert end_on < 6 and end_on < end_off / 2, (end_on, end_off)
-    assert all(m["p90"] < 6 for m in on_minutes), on_minutes
+    assert end_off > 12 and lag_slope(off_words) > 8, (end_off, lag_slope(off_words))
+    # at the voice's limit: a fraction of the drift
+    assert listener_latency(on, length)["EndOffset"] < end_off / 3
+    assert lag_slope(on_words) < lag_slope(off_words) / 5
     stats = next(r for r in on if r.get("kind") == "stats")
-    assert stats["speed_max"] > 1.1 and stats["words_dropped"] <= 0.05 * sum(len(u.committed) for u in updates)
+    assert stats["speed_max"] == 1.25  # eSpeak's measured limit, never passed
+    # allowed faster speech: bounded in every minute, and close at the end
+    fast_minutes = lag_per_minute(heard_words(audio_records(fast)))
+    assert all(m["p90"] < 6 for m in fast_minutes), fast_minutes
+    assert listener_latency(fast, length)["EndOffset"] < 6
+    assert next(r for r in fast if r.get("kind") == "stats")["words_dropped"] <= 0.05 * len(updates)

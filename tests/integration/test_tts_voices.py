@@ -141,8 +141,8 @@ R_SENTENCES = (
 
 
 def test_portuguese_r_sounds_replaced_are_heard(registry):
-    """TUNED_VOICES["pt-BR"] speaks every r as eSpeak's alveolar "r" (docs/synthesis.md, "Stop 12:
-    the r sounds"): without the replacements Whisper loses most of these sentences."""
+    """TUNED_VOICES["pt-BR"] speaks every r as eSpeak's alveolar "r" (docs/synthesis.md, "Voice
+    tunings"): without the replacements Whisper loses most of these sentences."""
     tuned = create_synthesizer(registry, "pt")
     assert "replace 00 x r\n" in open(tuned.voice).read()
     sounds_only = create_synthesizer(registry, "pt", attributes="flutter 0; consonants 400 400")

@@ -120,3 +120,26 @@ def test_undetected_language_decodes_alone_and_errors_reach_their_caller(fake_de
     # the batcher is free again afterwards
     monkeypatch.setattr(batching, "decode_batch", lambda m, rs: [([], "en") for _ in rs])
     assert run_concurrently(batcher, 2) == [([], "en"), ([], "en")]
+
+
+def test_batch_sessions_option_gives_streams_one_shared_batcher(monkeypatch):
+    """`--extra 'asr_options={"batch_sessions": 4}'` reaches the recogniser's config; the streams
+    of one model share one batcher; without the option a stream decodes alone."""
+    from speech.asr import whisper
+    from speech.asr.stage import recognizer_options
+    from speech.backends import default_registry
+    from speech.pipeline import PipelineConfig
+
+    loads = []
+    monkeypatch.setattr("speech.models.whisper.load", lambda *a, **kw: loads.append(kw) or object())
+    registry = default_registry()
+    config = PipelineConfig(asr_model="whisper-tiny.en", extra={"asr_options": {"batch_sessions": 4}})
+    options = recognizer_options(registry, "whisper-tiny.en", config.asr_options)
+    assert options == {"batch_sessions": 4}
+    a = registry.create("recognizer", "whisper-tiny.en", **options)
+    b = registry.create("recognizer", "whisper-tiny.en", **options)
+    assert isinstance(a.batcher, DecodeBatcher) and a.batcher is b.batcher and a.batcher.max_batch == 4
+    assert len(a.batcher._streams) == 2
+    assert loads[0]["num_workers"] == 1  # one batch at a time, on every core of the budget
+    plain = registry.create("recognizer", "whisper-tiny.en")
+    assert plain.batcher is None and isinstance(plain, whisper.WhisperRecognizer)

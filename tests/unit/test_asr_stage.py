@@ -140,9 +140,13 @@ class FakeVad:
 
     class config:
         pad_s = 0.3
+        min_speech_s = 0.1
 
     def __init__(self) -> None:
         self.speaking = False
+
+    def finish(self):
+        return None
 
     def process(self, samples, start):
         from speech.asr.vad import VadEvent
@@ -186,3 +190,37 @@ def test_no_commit_during_the_warm_up_of_a_segment():
     assert first.source_time >= 1.5  # "one" (ends 0.5 s) was only shown as tentative before
     assert any(u.tentative and u.source_time < 1.5 for u in updates)
     assert " ".join(w.text for u in updates for w in u.committed) == "one two three four five"
+
+
+class LevelSilero:
+    """Silero stand-in: a window is speech when it is loud."""
+
+    def run(self, _outputs, feeds):
+        score = 0.9 if np.abs(feeds["input"][0, -512:]).mean() > 0.1 else 0.05
+        return np.array([[score]], np.float32), feeds["h"], feeds["c"]
+
+
+def test_speech_starting_too_close_to_the_end_of_stream_is_still_recognised():
+    from speech.asr.vad import StreamingVad, VadConfig
+
+    rec = ScriptedRecognizer([("hi", 2.0)])
+    stage = AsrStage(rec, LocalAgreement(2), SimulatedClock(), EventLog(),
+                     vad=StreamingVad(LevelSilero(), VadConfig()), update_s=0.5)
+    for i in range(20):  # 1.95 s of silence, then 50 ms of speech (shorter than min_speech_s)
+        samples = np.zeros(1600, np.float32)
+        if i == 19:
+            samples[800:] = 0.5
+        assert stage.process(AudioChunk(samples, RATE, start=i * 0.1, seq=i)) == []
+    final = stage.finish(2.0)
+    assert [w.text for w in final.committed] == ["hi"] and final.end_of_stream
+
+
+def test_silence_at_the_end_of_stream_feeds_nothing():
+    from speech.asr.vad import StreamingVad, VadConfig
+
+    rec = ScriptedRecognizer([("hi", 2.0)])
+    stage = AsrStage(rec, LocalAgreement(2), SimulatedClock(), EventLog(),
+                     vad=StreamingVad(LevelSilero(), VadConfig()), update_s=0.5)
+    for i in range(20):
+        stage.process(AudioChunk(np.zeros(1600, np.float32), RATE, start=i * 0.1, seq=i))
+    assert stage.finish(2.0).committed == () and rec.end == 0.0

@@ -46,3 +46,13 @@ def test_without_reset_the_state_carries_over():
     model = FakeSilero()
     run(StreamingVad(model, VadConfig(reset_after_s=0.0)), [(True, 2.0), (False, 1.0), (True, 0.5)])
     assert 0.0 not in model.states[1:]
+
+
+def test_end_of_stream_reports_speech_too_short_to_start_a_segment():
+    vad = StreamingVad(FakeSilero(), VadConfig())
+    assert run(vad, [(False, 1.0), (True, 0.05)]) == []  # under min_speech_s: no speech_start yet
+    start = vad.finish()
+    assert start is not None and abs(start - (1.0 - 0.3)) < 0.04  # its onset minus the pre-roll
+    quiet = StreamingVad(FakeSilero(), VadConfig())
+    run(quiet, [(False, 1.0)])
+    assert quiet.finish() is None

@@ -77,6 +77,26 @@ def test_a_redecoded_committed_word_with_a_later_timestamp_is_not_repeated():
     assert [w.text for w in rec.hypothesis()] == ["world"]
 
 
+def test_a_real_repeat_after_a_committed_word_is_kept():
+    model = FakeModel([("that", 0.0, 0.3), ("that", 0.3, 0.6), ("is", 0.7, 0.9)])
+    rec = WhisperRecognizer(model, WhisperConfig())
+    feed(rec, 0.0, 0.4)
+    assert [w.text for w in rec.hypothesis()] == ["that"]
+    rec.commit(rec.hypothesis())
+    feed(rec, 0.4, 0.6)
+    assert [w.text for w in rec.hypothesis()] == ["that", "is"]
+
+
+def test_several_committed_words_re_decoded_later_are_dropped_once():
+    model = FakeModel([("a", 0.0, 0.3), ("b", 0.3, 0.6), ("c", 0.6, 0.9)])
+    rec = WhisperRecognizer(model, WhisperConfig())
+    feed(rec, 0.0, 1.0)
+    rec.commit(rec.hypothesis()[:2])  # "a b" committed, b ends at 0.6
+    model.script = [("a", 0.55, 0.7), ("b", 0.7, 0.8), ("c", 0.8, 0.95), ("c", 0.95, 1.1)]  # shifted
+    feed(rec, 1.0, 0.2)
+    assert [w.text for w in rec.hypothesis()] == ["c", "c"]
+
+
 def test_close_segment_returns_the_tail_and_empties_the_buffer():
     model = FakeModel(SCRIPT)
     rec = WhisperRecognizer(model, WhisperConfig())

@@ -26,9 +26,10 @@ def total_compute_threads(b: ThreadBudget) -> int:
 @pytest.mark.parametrize("cores,sessions,branches", [(2, 1, 1), (2, 2, 1), (2, 3, 1), (8, 2, 3), (16, 4, 1), (1, 1, 1)])
 def test_plan_never_gives_an_engine_more_than_its_share(cores, sessions, branches):
     b = ThreadBudget(cores, sessions, branches)
-    assert b.threads("whisper_workers") == min(sessions, cores)
-    # Whisper's parallel decodes together use at most the cores (at least one thread each).
-    assert b.threads("whisper") * b.threads("whisper_workers") <= max(cores, b.threads("whisper_workers"))
+    workers = b.threads("whisper_workers")
+    assert 1 <= workers <= sessions and workers <= max(1, cores // 4)
+    # Whisper's parallel decodes together use at most the cores, and all of them.
+    assert cores - workers < b.threads("whisper") * workers <= cores
     # llama contexts of every live branch together use at most the cores (at least one each).
     assert b.threads("llama") * sessions * branches <= max(cores, sessions * branches)
     assert b.threads("onnx") == b.threads("vad") == 1
@@ -36,10 +37,13 @@ def test_plan_never_gives_an_engine_more_than_its_share(cores, sessions, branche
 
 def test_plan_on_two_cores():
     one, two = ThreadBudget(2, 1), ThreadBudget(2, 2)
-    # One session keeps the engines' former 2-core defaults; two share the cores.
+    # One session keeps the engines' former 2-core defaults; two queue for one Whisper worker
+    # and split llama.cpp's threads.
     assert (one.threads("whisper"), one.threads("whisper_workers"), one.threads("llama")) == (2, 1, 2)
-    assert (two.threads("whisper"), two.threads("whisper_workers"), two.threads("llama")) == (1, 2, 1)
+    assert (two.threads("whisper"), two.threads("whisper_workers"), two.threads("llama")) == (2, 1, 1)
     assert total_compute_threads(two) == 4 and total_compute_threads(one) == 4
+    big = ThreadBudget(16, 8)
+    assert (big.threads("whisper_workers"), big.threads("whisper"), big.threads("llama")) == (4, 4, 2)
 
 
 def test_explicit_option_wins_and_bad_input_is_named():
@@ -49,7 +53,7 @@ def test_explicit_option_wins_and_bad_input_is_named():
         ThreadBudget(2, 0)
     with pytest.raises(ValueError, match="engines"):
         b.threads("gpu")
-    assert json.loads(json.dumps(b.to_json()))["threads"]["whisper"] == 2
+    assert json.loads(json.dumps(b.to_json()))["threads"]["whisper"] == 4
 
 
 def test_default_max_sessions_follows_the_cores():
@@ -65,10 +69,10 @@ def test_factories_take_threads_from_the_registry_budget(monkeypatch):
 
     seen = {}
     monkeypatch.setattr(whisper_models, "load", lambda ref, threads, *a, **kw: seen.setdefault("whisper", (threads, kw["num_workers"])))
-    registry = Registry(budget=ThreadBudget(4, 2))
+    registry = Registry(budget=ThreadBudget(8, 2))
     whisper.load_model(registry, whisper.WhisperConfig(model="tiny.en"))
     whisper.load_model(registry, whisper.WhisperConfig(model="base", cpu_threads=3, workers=1))
-    assert seen["whisper"] == (2, 2)
+    assert seen["whisper"] == (4, 2)
     assert registry.threads("whisper", 3) == 3
 
     monkeypatch.setattr(piper_voice, "load_voice", lambda model, threads: seen.setdefault("piper", threads))
@@ -84,7 +88,7 @@ def test_factories_take_threads_from_the_registry_budget(monkeypatch):
     monkeypatch.setattr(llm, "model_file", lambda path, vocab: path)
     monkeypatch.setattr("speech.models.gguf.resolve_gguf", lambda name: "/nonexistent/model.gguf")
     llm.load_llm(llm.LlmConfig(), registry)
-    assert seen["llama"] == 2
+    assert seen["llama"] == 4
 
 
 def _get(port, path):

@@ -70,8 +70,8 @@ def test_opus_round_trip_keeps_the_spectrum_at_24_kbit(registry, rate):
 
 @pytest.mark.parametrize("codec", ["pcm16", "opus"])
 def test_frame_padding_is_not_heard_between_chunks(registry, codec):
-    """A chunk's last partial frame used to be padded to 20 ms and played: up to 20 ms of zeros at
-    every join. PCM16 now sends a short last block; Opus ends a chunk with shorter Opus frames
+    """A chunk's last partial frame padded to 20 ms would be played: up to 20 ms of zeros at
+    every join. PCM16 sends a short last block; Opus ends a chunk with shorter Opus frames
     (10/5/2.5 ms), padding less than 2.5 ms, and each packet stays decodable on its own frame size."""
     from speech.tts.joins import JoinConfig, measure_joins, shape_edges
     from speech.tts.sink import SpeechSink

@@ -149,3 +149,14 @@ def test_eval_sweeps_typed_options():
         parse_sweep("asr_options.device=gpu")
     with pytest.raises(Exception, match="asr_options.update_s"):
         parse_sweep("asr_options.colour=1")
+
+
+def test_server_table_takes_the_replica_and_engine_options(tmp_path):
+    f = write(tmp_path, '[server]\nreplica_id = "r2"\nengine = "ray"\nray_max_replicas = 3\n')
+    s = effective_for("serve", ["--config", str(f)]).server
+    assert (s.replica_id, s.engine, s.ray_max_replicas) == ("r2", "ray", 3)
+    assert effective_for("serve", ["--config", str(f), "--engine", "plain"]).server.engine == "plain"
+    for text, key in (('replica_id = "a-1"', "server.replica_id"), ('engine = "rays"', "server.engine"),
+                      ("ray_max_replicas = 0", "server.ray_max_replicas")):
+        with pytest.raises(ConfigError, match=key):
+            effective_for("serve", ["--config", str(write(tmp_path, f"[server]\n{text}\n", "bad.toml"))])

@@ -65,7 +65,7 @@ def test_utterance_metrics_by_hand():
     assert m["audio_StartOffset_cu"] == pytest.approx(1.8) and m["audio_EndOffset_cu"] == pytest.approx(0.6)
     assert m["rtf_asr"] == pytest.approx(0.5) and m["rtf_mt"] == pytest.approx(0.25)
     assert m["ttfa_ca"] == 3.1 and m["ttfa_cu"] == 2.0 and m["peak_rss_mb"] == 512.0
-    assert m["notes"] == ""
+    assert m["notes"] == "no reference timeline: recognition lag against the committed words' own timestamps"
 
 
 def test_missing_references_are_left_out_and_said():
@@ -121,3 +121,15 @@ def test_alignment_resegments_by_reference():
     # an inserted word stays with the segment before it; the split is monotone
     assert align_to_references("a b x c d e".split(), ["a b c", "d e"]) == [0, 0, 0, 0, 1, 1]
     assert align_to_references([], refs) == []
+
+
+def test_recognition_lag_against_the_reference_timeline():
+    from speech.types import Word
+
+    # the reference has one more word ("down", never committed) and ends "cat" later than the ASR did
+    reference = [Word("the", 0.2, 0.4), Word("cat", 0.5, 1.0), Word("sat", 1.2, 1.7), Word("down", 1.7, 2.0)]
+    m = utterance_metrics(LOG, transcript="the cat sat", reference="el gato se sentó", asr_reference=reference)
+    # unaware commit lags: 2.0-0.4, 2.0-1.0, 4.0-1.7 -> median 1.6
+    assert m["asr_lag_median_cu"] == pytest.approx(1.6)
+    assert (m["asr_reference_words"], m["asr_unmatched"]) == (4, 1) and m["asr_unmatched_share"] == pytest.approx(0.25)
+    assert "no reference timeline" not in m["notes"]

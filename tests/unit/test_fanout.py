@@ -154,3 +154,22 @@ def test_targets_config():
     assert parse_targets(" es, PT,es ") == ("es", "pt")
     with pytest.raises(ValueError):
         parse_targets(" , ")
+
+
+def test_bergamot_translators_of_one_registry_share_the_engine_lock():
+    """Two targets (or two sessions) translate through one native engine: one call at a time,
+    whichever translator object makes it (concurrent calls crash the engine)."""
+    from speech.translate.nmt import BergamotConfig, load_bergamot
+
+    class Registry:
+        def __init__(self):
+            self.cache = {}
+
+        def shared(self, key, load):
+            if key not in self.cache:
+                self.cache[key] = object() if key[0] == "bergamot" else load()
+            return self.cache[key]
+
+    registry = Registry()
+    one, two = load_bergamot(BergamotConfig(), registry), load_bergamot(BergamotConfig(), registry)
+    assert one.engine is two.engine and one._lock is two._lock

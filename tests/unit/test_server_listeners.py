@@ -189,3 +189,24 @@ def test_a_listener_that_stops_reading_is_dropped_and_holds_back_no_one():
     assert sum(isinstance(x, bytes) for x in good.ws.items) == 40
     assert sum(isinstance(x, bytes) for x in speaker.ws.items) == 40
     assert Hub.metrics.errors["slow_client"] == 1
+
+
+def test_default_recogniser_is_multilingual_and_english_may_choose_speed():
+    from speech.pipeline import PipelineConfig
+    from speech.server.pipelines import RealPipeline
+
+    base = PipelineConfig(asr_model="whisper-base")
+    plain, fast = RealPipeline(None, base), RealPipeline(None, base, english_asr_model="whisper-tiny.en")
+    assert plain.config_for(P.Hello("es", "en", 16000)).asr_model == "whisper-base"
+    assert plain.config_for(P.Hello("en", "es", 16000)).asr_model == "whisper-base"
+    assert fast.config_for(P.Hello("en", "es", 16000)).asr_model == "whisper-tiny.en"
+    assert fast.config_for(P.Hello("de", "es", 16000)).asr_model == "whisper-base"
+    config = fast.config_for(P.Hello("en", "es", 16000, targets=("es", "pt"), output_codec="opus"))
+    assert config.all_targets == ("es", "pt") and config.stages[-1] == "codec"
+    from speech.server.cli import configure
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    configure(parser)
+    args = parser.parse_args([])
+    assert args.asr_model == "whisper-base" and not args.fast_english and args.resume_grace == 30.0

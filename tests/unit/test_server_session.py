@@ -212,8 +212,8 @@ def test_disconnect_mid_stream_frees_the_session():
                 for _ in range(5):
                     await ws.send(b"\x01\x00" * 1600)
                 await wait_for(lambda: srv.metrics.sessions_active == 1)
-            # closed without `end`
-            await wait_for(lambda: srv.metrics.sessions_active == 0 and not srv.connections)
+            # closed without `end`: the grace period runs out, then the pipeline flushes (slow under load)
+            await wait_for(lambda: srv.metrics.sessions_active == 0 and not srv.connections, timeout=20.0)
             return srv.metrics.errors["disconnected"]
 
     assert run(main()) == 1
