@@ -75,10 +75,13 @@ def render_long(data: Any) -> list[str]:
 
 
 def render_mt(data: Any) -> list[str]:
-    out = ["| pair | backend or path | chrF simultaneous / offline | BLEU | LAAL (words) |", "| --- | --- | --- | --- | --- |"]
-    for r in _rows(data):
-        out.append(f"| {r.get('pair', '?')} | `{r.get('backend', r.get('path', '?'))}` | {_f(r.get('chrf'))} / "
-                   f"{_f(r.get('offline_chrf'))} | {_f(r.get('bleu'))} | {_f(r.get('laal'))} |")
+    """`speech bench mt --json`: {pair: {backend or path: figures}}."""
+    out = ["| pair | backend or path | chrF simultaneous / offline | BLEU | LAAL (words) | committed erasure |",
+           "| --- | --- | --- | --- | --- | --- |"]
+    for pair, backends in data.items():
+        for backend, r in backends.items():
+            out.append(f"| {pair} | `{backend}` | {_f(r.get('chrf'))} / {_f(r.get('offline_chrf'))} | {_f(r.get('bleu'))} | "
+                       f"{_f(r.get('laal_words'))} | {_f(r.get('committed_erasure'))} |")
     return out
 
 
@@ -90,7 +93,7 @@ HEADLINES = [
     Headline("mt", "Simultaneous translation, FLORES-101 devtest lines 1-100, default path per pair",
              "bench mt --pairs en-es,en-fr,es-en,fr-en,en-pt,pt-en --lines 100 --json", render_mt),
     Headline("asr", "Streaming recognition, LibriVox + English FLEURS",
-             "bench asr --policy default --json", render_asr),
+             "bench asr --model whisper-tiny.en --model whisper-base --policy default --json", render_asr),
 ]
 
 
