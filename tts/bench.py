@@ -351,6 +351,8 @@ def run(args: argparse.Namespace) -> int:
         if p.count("-") != 1:
             raise UserError(f"--pairs: {p!r} is not source-target (for example en-es)")
     if args.long:
+        from .longtalk import run_long_talk
+
         return run_long_talk(registry, pairs, args)
     results, details = [], []
     for pair in pairs:
@@ -385,32 +387,3 @@ def run(args: argparse.Namespace) -> int:
                 print(f"  failed: {f}")
     return 0
 
-
-def run_long_talk(registry, pairs: list[str], args: argparse.Namespace) -> int:  # noqa: ANN001
-    from speech.errors import UserError
-
-    from .longtalk import plot, public, run_long
-
-    if args.long <= 0 or args.text_only:
-        raise UserError("--long needs a positive number of minutes and the whole pipeline (not --text-only)")
-    settings = {"on": True, "off": False}
-    try:
-        args.control = [settings[c.strip()] for c in args.control.split(",") if c.strip()]
-    except KeyError:
-        raise UserError(f"--control: give on, off or on,off (got {args.control!r})") from None
-    data = Path(args.manifest).resolve().parents[2]
-    results = run_long(registry, pairs, args.long, args, data)
-    if args.plot:
-        plot(results, args.plot)
-    if args.json:
-        out = [public(r) for r in results]
-        print(json.dumps(out if len(out) > 1 else out[0], indent=2))
-    else:
-        for r in map(public, results):
-            per_min = " ".join(f"{x:.1f}" if x is not None else "-" for x in r["listener_lag_p90_s_per_minute"])
-            print(f"{r['pair']} control {r['control']}: {r['talk_s']:.0f} s talk, listener lag p50 "
-                  f"{r['listener_lag_p50_s']} s p90 {r['listener_lag_p90_s']} s, p90 per minute [{per_min}], "
-                  f"slope {r['listener_lag_slope_s_per_min']} s/min, start {r['start_offset_s']} s, "
-                  f"end {r['end_offset_s']} s, output/input {r['duration_ratio']}, faster in "
-                  f"{r['share_chunks_faster']:.0%} of chunks, words dropped {r['share_words_dropped']:.1%}")
-    return 0

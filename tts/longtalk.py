@@ -244,3 +244,31 @@ def respeak(records: list[dict], control: bool) -> list[dict]:
     tts, _ = asyncio.run(run_stages(default_registry(), config.replace(stages=("tts",), extra=extra),
                                     replay(list(updates(records, "mt")))))
     return tts
+
+
+def run_long_talk(registry, pairs: list[str], args) -> int:  # noqa: ANN001 - argparse.Namespace
+    from speech.errors import UserError
+
+    if args.long <= 0 or args.text_only:
+        raise UserError("--long needs a positive number of minutes and the whole pipeline (not --text-only)")
+    settings = {"on": True, "off": False}
+    try:
+        args.control = [settings[c.strip()] for c in args.control.split(",") if c.strip()]
+    except KeyError:
+        raise UserError(f"--control: give on, off or on,off (got {args.control!r})") from None
+    data = Path(args.manifest).resolve().parents[2]
+    results = run_long(registry, pairs, args.long, args, data)
+    if args.plot:
+        plot(results, args.plot)
+    if args.json:
+        out = [public(r) for r in results]
+        print(json.dumps(out if len(out) > 1 else out[0], indent=2))
+    else:
+        for r in map(public, results):
+            per_min = " ".join(f"{x:.1f}" if x is not None else "-" for x in r["listener_lag_p90_s_per_minute"])
+            print(f"{r['pair']} control {r['control']}: {r['talk_s']:.0f} s talk, listener lag p50 "
+                  f"{r['listener_lag_p50_s']} s p90 {r['listener_lag_p90_s']} s, p90 per minute [{per_min}], "
+                  f"slope {r['listener_lag_slope_s_per_min']} s/min, start {r['start_offset_s']} s, "
+                  f"end {r['end_offset_s']} s, output/input {r['duration_ratio']}, faster in "
+                  f"{r['share_chunks_faster']:.0%} of chunks, words dropped {r['share_words_dropped']:.1%}")
+    return 0
