@@ -140,7 +140,8 @@ def test_100_random_disconnects_without_resume_lose_no_committed_word(tmp_path):
         assert (res.done is None) == (res.drops == 1)
         if res.done is None:  # cut before `end` was sent, or after it (then its own end flushed it)
             reasons.append(records[-1]["reason"])
-    assert cut >= 80 and set(reasons) == {"disconnected", "end"} and reasons.count("disconnected") >= 30
+    # a cut may also fall after `end` was sent (then the session ends as "end"): timing decides how often
+    assert cut >= 80 and set(reasons) <= {"disconnected", "end"} and reasons.count("disconnected") >= 30
 
 
 def test_resume_with_a_wrong_token_or_an_unknown_session_is_refused():
