@@ -43,5 +43,7 @@ def test_the_ci_runs_the_readme_test_command():
 
 
 def test_python_example_compiles():
-    for block in fenced("python"):
-        compile(block, "README.md", "exec")
+    blocks = fenced("python")
+    assert blocks, "README.md shows no Python example"
+    for block in blocks:
+        assert compile(block, "README.md", "exec") is not None  # a SyntaxError fails here
