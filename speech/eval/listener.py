@@ -27,6 +27,7 @@ from typing import Iterable, Sequence
 from speech.tts.listener import ListenerSchedule
 
 from .latency import average_lagging, average_token_delay, length_adaptive_average_lagging
+from .metrics import audio_records  # noqa: F401 - the one filter of TTS records, re-exported
 from speech.stats import percentile
 
 READY = {"ca": "wall_time", "cu": "source_time"}
@@ -41,10 +42,6 @@ class HeardWord:
     @property
     def lag(self) -> float | None:
         return None if self.spoken is None else self.heard - self.spoken
-
-
-def audio_records(records: Iterable[dict]) -> list[dict]:
-    return [r for r in records if r.get("kind") == "audio" and r.get("stage") == "tts"]
 
 
 def play_starts(audio: Sequence[dict], clock: str = "ca") -> list[float]:

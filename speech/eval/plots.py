@@ -16,6 +16,13 @@ def _pyplot():
     return plt
 
 
+def _save(plt, fig, path: Path) -> Path:  # noqa: ANN001 - pyplot and its figure
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def waterfall(records: list[dict], path: Path, title: str = "") -> Path:
     """One utterance on one time axis: source words, ASR and MT commits, audio played.
 
@@ -51,10 +58,7 @@ def waterfall(records: list[dict], path: Path, title: str = "") -> Path:
     ax.axvline(dur, color="k", ls=":", lw=0.8)
     ax.set_title(title or "latency waterfall")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def lag_over_time(records: list[dict], path: Path, title: str = "") -> Path:
@@ -79,31 +83,25 @@ def lag_over_time(records: list[dict], path: Path, title: str = "") -> Path:
     ax.set_title(title or "lag over time")
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def listener_lag(series: list[tuple[str, list[dict]]], path: Path, title: str = "") -> Path:
     """Listener lag of every word heard (hearing it - its source word spoken) against when its
     source was spoken, one series per (label, TTS records): e.g. duration control on and off."""
-    from .listener import audio_records as tts_audio, heard_words
+    from .listener import heard_words
 
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(10, 3.6))
     for label, records in series:
-        words = [w for w in heard_words(tts_audio(records)) if w.lag is not None]
+        words = [w for w in heard_words(audio_records(records)) if w.lag is not None]
         ax.plot([w.spoken for w in words], [w.lag for w in words], ".", ms=3, label=label)
     ax.set_xlabel("source time: when the source word was spoken (s)")
     ax.set_ylabel("listener lag (s)")
     ax.set_title(title or "listener lag over the stream")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def quality_latency(points: list[dict], path: Path, quality: str = "chrf", latency: str = "mt_LAAL") -> Path:
@@ -124,7 +122,4 @@ def quality_latency(points: list[dict], path: Path, quality: str = "chrf", laten
     ax.set_title("quality against latency")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
