@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import socket
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -149,7 +150,10 @@ class Connection:
         live = self.server.hub.find(request.session)
         if live is None:
             raise P.ProtocolError("unknown_session", "no such session; take the listener URL from the speaker's ready")
-        outbox = Outbox(self.ws, self.server.config.listener_max_pending, name=f"listener-{self.number}")
+        config = self.server.config
+        self._limit_send_buffer(config.listener_send_buffer)
+        outbox = Outbox(self.ws, config.listener_max_pending, name=f"listener-{self.number}",
+                        max_delay_s=config.listener_max_delay_s)
         live.add_listener(request.target, outbox)
         self.server.metrics.listeners_total += 1
         sender = asyncio.create_task(outbox.run())
@@ -161,6 +165,14 @@ class Connection:
             for task in (sender, reader):
                 task.cancel()
             await asyncio.gather(sender, reader, return_exceptions=True)
+
+    def _limit_send_buffer(self, size: int) -> None:
+        sock = self.ws.transport.get_extra_info("socket") if self.ws.transport is not None else None
+        if sock is not None and size > 0:
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, size)
+            except OSError:
+                pass  # a transport without a settable buffer: the outbox's bounds still hold
 
     async def _drain_listener(self) -> None:
         """A listener sends nothing that matters; reading notices when it goes away."""

@@ -59,6 +59,10 @@ class ServerConfig:
     resume_grace: float = 30.0  # seconds a dropped speaker has to resume its session (0: no resume)
     max_listeners: int = 100  # listener connections per session
     listener_max_pending: int = 4 * 1024 * 1024  # output a listener may leave unread before it is dropped
+    listener_max_delay_s: float = 10.0  # how far behind the live stream a listener may fall before it is dropped
+    # The kernel's send buffer of a listener's socket: small, so that a stalled listener's backlog
+    # shows in its outbox (and is dropped) instead of filling megabytes of kernel memory first.
+    listener_send_buffer: int = 64 * 1024
     replica_id: str = ""  # prefix of this server's session ids behind a load balancer (deploy/)
 
 

@@ -191,6 +191,77 @@ def test_a_listener_that_stops_reading_is_dropped_and_holds_back_no_one():
     assert Hub.metrics.errors["slow_client"] == 1
 
 
+def test_a_listener_too_far_behind_is_dropped_though_its_backlog_is_small():
+    async def main():
+        live = LiveSession(Hub(), P.Hello("en", "es", 16000), 1, "sid", "tok", EventLog())
+        stuck = Outbox(StuckSocket(), max_pending=10**9, max_delay_s=0.2)
+        good = Outbox(RecordingSocket(), max_pending=10**9, max_delay_s=0.2)
+        live.add_listener("es", stuck)
+        live.add_listener("es", good)
+        tasks = [asyncio.create_task(box.run()) for box in (stuck, good)]
+        for i in range(3):  # a few hundred bytes: far below any byte bound
+            live._publish({"type": "translation", "target": "es", "committed": [f"W{i}"]}, target="es")
+            await asyncio.sleep(0.15)  # the stuck listener's second event waits 0.3 s by the third
+        for task in tasks:
+            task.cancel()
+        return live, stuck, good
+
+    live, stuck, good = run(main())
+    assert stuck.error == "slow_client" and stuck not in live.listeners["es"]
+    assert good.error is None and len([x for x in good.ws.items if '"translation"' in x]) == 3
+
+
+def raw_listener(url):
+    """A listener that completes the websocket handshake and then never reads."""
+    import base64
+    import os
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect((parts.hostname, parts.port))
+    key = base64.b64encode(os.urandom(16)).decode()
+    sock.sendall((f"GET {parts.path}?{parts.query} HTTP/1.1\r\nHost: {parts.netloc}\r\nUpgrade: websocket\r\n"
+                  f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+    reply = b""
+    while not reply.endswith(b"\r\n\r\n"):
+        reply += sock.recv(1)
+    assert b" 101 " in reply.split(b"\r\n")[0], reply
+    return sock
+
+
+def test_a_stalled_listener_socket_is_dropped_while_the_session_goes_on():
+    """A real socket that stops reading: the server's small send buffer for listeners makes its
+    backlog show in the outbox within seconds (the kernel would otherwise take megabytes of it)."""
+    async def main():
+        async with server(listener_max_delay_s=0.5, listener_max_pending=10**9) as srv:
+            ready = asyncio.get_running_loop().create_future()
+
+            def on_event(event):
+                if event["type"] == "ready" and not ready.done():
+                    ready.set_result(event)
+
+            speaker = asyncio.create_task(stream_audio(srv.url, tone(30.0), 16000, "en", "es", speed=6.0,
+                                                       on_event=on_event))
+            url = (await ready)["listen"]["es"]
+            stuck = await asyncio.to_thread(raw_listener, url)
+            good = asyncio.create_task(listen(url))
+            await wait_for(lambda: srv.hub.find((ready.result())["session"]).listener_count == 2)
+            res, heard = await speaker, await good
+            stuck.close()
+            return res, heard, srv.metrics.errors["slow_client"]
+
+    res, (events, audio, code), drops = run(main())
+    assert drops == 1
+    assert res.done is not None and res.error is None
+    spoken = res.committed("translation", "es")
+    words = [w for e in events if e["type"] == "translation" for w in e["committed"]]
+    assert len(spoken) == 60 and words == spoken[len(spoken) - len(words):] and len(words) >= 30
+    assert events[-1]["type"] == "done" and code == 1000
+
+
 def test_default_recogniser_is_multilingual_and_english_may_choose_speed():
     from speech.pipeline import PipelineConfig
     from speech.server.pipelines import RealPipeline
