@@ -2,7 +2,8 @@
 stream shared recordings in real time, and the figures taken from what the clients receive.
 
 Lag (seconds) of a committed recognition/translation event = when the server emitted it minus
-when the audio it had consumed had arrived (the server stamps it into each event).
+when the audio it had consumed had arrived (the server stamps it into each event). A session with
+several targets has its translation lags also kept per target.
 """
 
 from __future__ import annotations
@@ -81,6 +82,8 @@ class Lags:
     sessions: int = 0
     errors: list[str] = field(default_factory=list)
     flush_s: list[float] = field(default_factory=list)
+    by_target: dict[str, list[float]] = field(default_factory=dict)  # translation lags of each target
+    words: dict[str, int] = field(default_factory=dict)  # committed translated words of each target
 
     def add(self, result: StreamResult) -> None:
         self.sessions += 1
@@ -90,6 +93,10 @@ class Lags:
         for e in result.events:
             if e["type"] in ("recognition", "translation") and e["committed"] and e.get("lag") is not None:
                 getattr(self, e["type"]).append(e["lag"])
+                if e["type"] == "translation":
+                    target = e.get("target", "")
+                    self.by_target.setdefault(target, []).append(e["lag"])
+                    self.words[target] = self.words.get(target, 0) + len(e["committed"])
         if result.done and result.done["summary"].get("flush_s") is not None:
             self.flush_s.append(result.done["summary"]["flush_s"])
 
@@ -106,13 +113,17 @@ class Lags:
             "recognition_lag_p90": r(percentile(self.recognition, 90)),
             "flush_p50": r(percentile(self.flush_s, 50)),
             "errors": self.errors,
+            "targets": {t: {"translation_lag_p50": r(percentile(xs, 50)), "translation_lag_p90": r(percentile(xs, 90)),
+                            "words": self.words[t]} for t, xs in sorted(self.by_target.items())},
         }
 
 
-async def stream_clips(url: str, paths: list[Path], source: str, target: str, lags: Lags, speed: float = 1.0) -> None:
-    """One client: the clips one after another, each a session, in real time."""
+async def stream_clips(url: str, paths: list[Path], source: str, target: str, lags: Lags, speed: float = 1.0,
+                       targets: tuple[str, ...] = ()) -> None:
+    """One client: the clips one after another, each a session, in real time (`targets`: a session
+    with several targets; `target` then names the first)."""
     for path in paths:
-        result = await stream_file(url, path, source, target, speed=speed, timeout=600)
+        result = await stream_file(url, path, source, target, speed=speed, timeout=600, targets=targets)
         lags.add(result)
 
 
