@@ -191,6 +191,31 @@ def test_a_listener_that_stops_reading_is_dropped_and_holds_back_no_one():
     assert Hub.metrics.errors["slow_client"] == 1
 
 
+class ManyListenersHub:
+    config = ServerConfig(max_listeners=60)
+    metrics = Metrics()
+
+
+def test_fifty_listeners_share_one_serialised_event_and_never_wait_for_each_other():
+    async def main():
+        live = LiveSession(ManyListenersHub(), P.Hello("en", "es", 16000), 1, "sid", "tok", EventLog())
+        boxes = [Outbox(RecordingSocket()) for _ in range(50)]
+        for box in boxes:
+            live.add_listener("es", box)
+        payload = b"\x00\x01" * 2205
+        live._publish({"type": "translation", "target": "es", "committed": ["W0"]}, target="es")
+        live._publish({"type": "audio", "target": "es", "samples": 2205, "bytes": len(payload)}, payload, "es")
+        # publishing queued everything without a send: each listener's own task sends
+        queued = [[box._queue.get_nowait() for _ in range(box._queue.qsize())] for box in boxes]
+        return queued
+
+    queued = run(main())
+    first = queued[0]
+    assert [type(x) for x in first] == [str, str, str, bytes]  # listening, translation, audio + its frame
+    for items in queued:
+        assert all(a is b for a, b in zip(items[1:], first[1:]))  # the very same objects: encoded once
+
+
 def test_a_listener_too_far_behind_is_dropped_though_its_backlog_is_small():
     async def main():
         live = LiveSession(Hub(), P.Hello("en", "es", 16000), 1, "sid", "tok", EventLog())
