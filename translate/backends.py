@@ -91,7 +91,9 @@ def default_route(source: str, target: str, registry: Registry | None = None):  
 # of one word per source word; floors of k=3 (3.80) and k=2 (3.64) were no better.
 # Apertium: LA-2 that also commits at a source clause end (boundary_n=1), with mask 0 per pair
 # (apertium.py); tuned on lines 200-239 of en-es, es-en, es-pt, pt-es, es-fr, fr-es.
-DEFAULT_POLICY_OPTIONS: dict[str, dict[str, float]] = {
+# The look-ahead (`lookahead=true`) stays off by default: on the FLEURS clips the first audio
+# comes ~1 s sooner, but its early commits cost up to 0.9 BLEU (docs/translation.md, "Look-ahead").
+DEFAULT_POLICY_OPTIONS: dict[str, dict[str, float | bool]] = {
     "gemma-270m": {"boundary_n": 1, "k": 4, "ratio": 1.2},
     "apertium": {"boundary_n": 1},
 }
@@ -101,7 +103,7 @@ def default_policy(backend: str) -> str:
     return DEFAULT_POLICY
 
 
-def default_policy_options(backend: str) -> dict[str, float]:
+def default_policy_options(backend: str) -> dict[str, float | bool]:
     """The measured options for a backend; for a path, those of its last engine (the policy runs on
     the final language only)."""
     if ":" in backend:

@@ -7,8 +7,11 @@ the next hypothesis is forced (LLM) or aligned (NMT) to continue them. At the en
 sentence, of speech (`final`) or of the stream, everything is committed and the sentence leaves
 the working area.
 
-Only the committed source words are translated; the source's tentative tail is ignored, because
-translating words the recogniser may still retract would multiply target erasure.
+Only the committed source words are translated; the source's tentative tail never reaches the
+output, because translating words the recogniser may still retract would multiply target erasure.
+A policy with `lookahead` uses it as a test instead: the words that the translation of the
+committed source and the translation of the source plus its tentative tail share are the words
+the next source update would most likely confirm, so they are committed without waiting for it.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from speech.types import TextUpdate, Word
 
 from .hypothesis import Hypothesis, TranslationStream
 from .policy import TargetPolicy
-from .segment import SentenceSegmenter
+from .segment import SentenceSegmenter, ends_sentence
 
 
 @dataclass
@@ -121,7 +124,14 @@ class SimultaneousTranslation:
         hyp = self.stream.hypothesis(words, self.committed, complete=False)
         stats.add(hyp, time.perf_counter() - t0, time.process_time() - c0)
         self.loops += hyp.looped
-        total = min(self.policy.commit(len(self.committed), hyp, len(words), source=words), max(hyp.stable, len(self.committed)))
+        ahead = None
+        tail = _sentence_head([w.text for w in source.tentative]) if getattr(self.policy, "lookahead", False) else []
+        if tail:
+            t0, c0 = time.perf_counter(), time.process_time()
+            ahead = self.stream.hypothesis(words + tail, self.committed, complete=False)
+            stats.add(ahead, time.perf_counter() - t0, time.process_time() - c0)
+        total = min(self.policy.commit(len(self.committed), hyp, len(words), source=words, ahead=ahead),
+                    max(hyp.stable, len(self.committed)))
         new = hyp.words[len(self.committed) : total]
         self.committed += new
         self._hypothesised = len(words)
@@ -172,6 +182,14 @@ class SimultaneousTranslation:
             wall_time=source.wall_time,
             language=self.language,
         )
+
+
+def _sentence_head(words: list[str]) -> list[str]:
+    """The words up to the first sentence end (the rest belongs to the next sentence)."""
+    for i, w in enumerate(words):
+        if ends_sentence(w):
+            return words[: i + 1]
+    return words
 
 
 def _with(u: TextUpdate, **changes: object) -> TextUpdate:

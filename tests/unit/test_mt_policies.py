@@ -56,6 +56,68 @@ POLICY_CASES = [
 ]
 
 
+# (config, [(committed, hypothesis, stable, look-ahead hypothesis or None)], expected commit after each)
+LOOKAHEAD_CASES = [
+    # The look-ahead agrees on "A B C": all but the last shared word are committed at once,
+    # without a second hypothesis of the committed source.
+    (LocalAgreementConfig(lookahead=True), [(0, "A B C D", 4, "A B C X Y")], [2]),
+    # lookahead_hold=0 commits the whole shared prefix, 2 holds two words back.
+    (LocalAgreementConfig(lookahead=True, lookahead_hold=0), [(0, "A B C D", 4, "A B C X Y")], [3]),
+    (LocalAgreementConfig(lookahead=True, lookahead_hold=2), [(0, "A B C D", 4, "A B C X Y")], [1]),
+    # Never past the stable words of the hypothesis itself, nor of the look-ahead.
+    (LocalAgreementConfig(lookahead=True, lookahead_hold=0), [(0, "A B C D", 2, "A B C D E")], [2]),
+    (LocalAgreementConfig(lookahead=True, lookahead_hold=0), [(0, "A B C D", 4, "A B C D E")], [4]),
+    (LocalAgreementConfig(lookahead=True, lookahead_hold=0), [(0, "A B C D", 4, hyp("A B C D E", 1))], [1]),
+    # No look-ahead (the recogniser had no tentative words): LA-2 as before.
+    (LocalAgreementConfig(lookahead=True), [(0, "A B", 2, None), (0, "A C", 2, None)], [0, 1]),
+    # Committed words stand whatever the look-ahead says.
+    (LocalAgreementConfig(lookahead=True), [(3, "A B C D", 4, "X Y Z W V")], [3]),
+    # Without the option a look-ahead handed in anyway counts for nothing.
+    (LocalAgreementConfig(), [(0, "A B C D", 4, "A B C X Y")], [0]),
+]
+
+
+@pytest.mark.parametrize("config,steps,expected", LOOKAHEAD_CASES)
+def test_lookahead_table(config, steps, expected):
+    policy = LocalAgreement(config)
+    got = []
+    for committed, text, stable, ahead in steps:
+        ahead = hyp(ahead) if isinstance(ahead, str) else ahead
+        if not config.lookahead:
+            assert policy.lookahead is False
+        got.append(policy.commit(committed, hyp(text, stable), 3, source=["a", "b", "c"],
+                                 ahead=ahead if config.lookahead else None))
+    assert got == expected
+
+
+def test_lookahead_commits_one_update_sooner_and_never_shows_tentative_words():
+    """The translator asks for a look-ahead only when the recogniser has tentative words, cuts it
+    at the first sentence end, and commits only words of the committed source's hypothesis."""
+    from speech.types import TextUpdate, Word
+
+    seen: list[str] = []
+
+    class Echo:
+        def translate(self, text, source, target):
+            seen.append(text)
+            return text.upper()
+
+    def run(config):
+        seen.clear()
+        tr = SimultaneousTranslation(RetranslationStream(Echo(), "en", "es", mask=0, boundary_mask=0),
+                                     LocalAgreement(config), language="es")
+        words = [Word(w, 0.1 * i, 0.1 * i + 0.1) for i, w in enumerate("one two three".split())]
+        tentative = tuple(Word(w) for w in "four five. six".split())
+        return tr.update(TextUpdate(tuple(words), tentative, source_time=1.0))
+
+    plain = run(LocalAgreementConfig())
+    assert plain.committed == () and seen == ["one two three"]
+    ahead = run(LocalAgreementConfig(lookahead=True))
+    assert [w.text for w in ahead.committed] == ["ONE", "TWO"]
+    assert seen == ["one two three", "one two three four five."]  # cut after "five."
+    assert all(w.text not in ("FOUR", "FIVE.") for w in ahead.committed + ahead.tentative)
+
+
 @pytest.mark.parametrize("config,steps,expected", POLICY_CASES)
 def test_policy_table(config, steps, expected):
     policy = LocalAgreement(config) if isinstance(config, LocalAgreementConfig) else WaitK(config)
@@ -150,6 +212,7 @@ def test_default_policy_gets_the_backends_measured_options(monkeypatch):
     from speech.translate import backends
     from speech.translate.stage import open_translation
 
+    assert not open_translation(default_registry(), "en", "pt", "bergamot", "default").policy.config.lookahead
     monkeypatch.setitem(backends.DEFAULT_POLICY_OPTIONS, "bergamot", {"boundary_n": 1, "k": 5})
     tr = open_translation(default_registry(), "en", "pt", "bergamot", "default")
     assert tr.policy.config == LocalAgreementConfig(n=2, boundary_n=1, k=5)
@@ -160,7 +223,7 @@ def test_default_policy_gets_the_backends_measured_options(monkeypatch):
     assert tr.policy.config == LocalAgreementConfig()
 
 
-@pytest.mark.parametrize("options", [{"ratio": 0.0}, {"ratio": -1.0}, {"k": -1}, {"n": 0}])
+@pytest.mark.parametrize("options", [{"ratio": 0.0}, {"ratio": -1.0}, {"k": -1}, {"n": 0}, {"lookahead_hold": -1}])
 def test_local_agreement_rejects_bad_options(options):
     from speech.backends import default_registry
 
