@@ -33,7 +33,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output-device", help="sounddevice output device")
     parser.add_argument("--list-devices", action="store_true", help="list audio devices and exit")
     parser.add_argument("--asr-model", default="whisper-tiny.en", help="recogniser (default whisper-tiny.en)")
-    parser.add_argument("--mt-backend", default="default", help="translator (default: the best for the pair)")
+    parser.add_argument("--mt-backend", default="default",
+                        help="translator (apertium, bergamot, gemma-270m, a local .gguf file) or a path of "
+                             "translators, e.g. bergamot:en-pt,apertium:pt-es (default: the best measured "
+                             "installed path for the pair)")
     parser.add_argument("--voice", default="default", help="synthesis voice (default: the target language's)")
     parser.add_argument("--log", type=Path, help="write the session's event log (JSON lines) here")
     parser.add_argument("--pipeline", help=argparse.SUPPRESS)  # module:function, a custom factory (tests)

@@ -228,8 +228,27 @@ def default_route(registry, source: str, target: str, table: dict | None = None)
         best = min(paths, key=lambda p: (len(p), sum(e.engine in LLM_ENGINES for e in p)))
         return Route(best, f"no measured path for {source}-{target} is installed; the shortest installed path", skipped)
     hint = f"; the best measured path needs: {skipped[0]}" if skipped else ""
-    raise UserError(f"no installed translator or path goes from {source} to {target}{hint} "
+    raise UserError(f"no installed translator or path goes from {source} to {target}{hint}; "
+                    f"{reach(edges, source, target)} "
                     "(scripts/setup.sh installs the Debian Apertium pairs and the Python engines)")
+
+
+def reach(edges: list[Edge], source: str, target: str) -> str:
+    """Which languages `source` can reach and which reach `target`, for a refusal that says why."""
+    def around(start: str, forward: bool) -> list[str]:
+        seen, todo = {start}, [start]
+        while todo:
+            here = todo.pop()
+            for e in edges:
+                a, b = (e.source, e.target) if forward else (e.target, e.source)
+                if a == here and b not in seen:
+                    seen.add(b)
+                    todo.append(b)
+        return sorted(seen - {start})
+
+    out, into = around(source, True), around(target, False)
+    return (f"from {source} the installed engines reach {', '.join(out) or 'nothing'}; "
+            f"{target} is reached from {', '.join(into) or 'nothing'}")
 
 
 def resolve(registry, source: str, target: str, backend: str = "default", options: dict | None = None) -> Route:  # noqa: ANN001

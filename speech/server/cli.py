@@ -45,7 +45,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="how long a dropped speaker may resume its session (default 30; 0: no resume)")
     parser.add_argument("--max-listeners", type=int, default=100,
                         help="listener connections per session (default 100)")
-    parser.add_argument("--mt-backend", default="default", help="translator (default: the best for the pair)")
+    parser.add_argument("--mt-backend", default="default",
+                        help="translator (apertium, bergamot, gemma-270m, a local .gguf file) or a path of "
+                             "translators, e.g. bergamot:en-pt,apertium:pt-es (default: the best measured "
+                             "installed path for the pair)")
     parser.add_argument("--voice", default="default", help="synthesis voice (default: the target language's)")
     parser.add_argument("--warm-up", default="en:es", metavar="SRC:TGT",
                         help="load the models for this pair before accepting clients (default en:es; 'none' to skip)")

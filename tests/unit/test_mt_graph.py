@@ -120,8 +120,10 @@ def test_default_without_a_measured_row_takes_the_shortest_installed_path():
     assert default_route(reg, "en", "es", {"pairs": {}}).spec == "tag:en-es"
     assert default_route(reg, "en", "fr", {"pairs": {}}).spec == "tag:en-es,tag:es-fr"
     assert default_route(reg, "en", "es", {"pairs": {}}).backend == "tag"  # one hop: the engine's name
-    with pytest.raises(UserError, match="no installed translator or path goes from en to it"):
+    with pytest.raises(UserError, match="no installed translator or path goes from en to it") as refused:
         default_route(reg, "en", "it", {"pairs": {}})
+    # The refusal says where the source can go and that nothing reaches the target.
+    assert "from en the installed engines reach es, fr, pt; it is reached from nothing" in str(refused.value)
 
 
 def test_a_chain_translates_through_every_hop_in_order():
