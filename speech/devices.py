@@ -84,7 +84,12 @@ def check_devices(config: Any, registry: Any) -> None:
             from speech.translate.backends import default_backend
 
             backend = default_backend(config.source, config.target, registry)
-        if backend.endswith(".gguf"):
-            backend = "gguf"
-        if ("translator", backend) in registry.specs and "device" in registry.option_names("translator", backend):
-            llm_gpu_layers(config.mt_options.device)
+        from speech.translate.graph import is_path_spec, parse_path
+
+        # A path is checked hop by hop: one LLM hop on a device that is not here fails it.
+        engines = [edge.engine for edge in parse_path(backend)] if is_path_spec(backend) else [backend]
+        for engine in engines:
+            if engine.endswith(".gguf"):
+                engine = "gguf"
+            if ("translator", engine) in registry.specs and "device" in registry.option_names("translator", engine):
+                llm_gpu_layers(config.mt_options.device)

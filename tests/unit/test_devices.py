@@ -51,6 +51,10 @@ def test_check_devices_before_any_model_loads(monkeypatch):
     with pytest.raises(DeviceError, match="LLM"):
         devices.check_devices(llm, registry)
     devices.check_devices(llm.replace(mt_backend="apertium", target="es"), registry)
+    # A path is checked hop by hop: a Gemma hop fails it, Bergamot and Apertium hops do not.
+    with pytest.raises(DeviceError, match="LLM"):
+        devices.check_devices(llm.replace(mt_backend="gemma-270m:en-es,apertium:es-pt", target="pt"), registry)
+    devices.check_devices(llm.replace(mt_backend="bergamot:en-pt,apertium:pt-es", target="es"), registry)
     devices.check_devices(PipelineConfig(asr_model="pocketsphinx", asr_options={"device": "cuda"}), registry)
 
 
