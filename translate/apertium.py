@@ -189,14 +189,27 @@ class ApertiumProcess:
                     raise EngineFailed(f"apertium pipeline {self.mode_file.stem} failed ({e or type(e).__name__})"
                                        f"{': ' + said if said else ''}") from e
 
+    @property
+    def pid(self) -> int | None:
+        """The running pipeline's process id (its process group's too); None before the first call."""
+        proc = self._proc
+        return None if proc is None or proc.poll() is not None else proc.pid
+
     def _call(self, request: str) -> str:
-        if self._proc is None or self._proc.poll() is not None:
+        if self._proc is None:
             self._start()
         assert self._proc is not None and self._proc.stdin is not None and self._proc.stdout is not None
+        fd = self._proc.stdout.fileno()
+        if self._proc.poll() is not None:
+            raise EOFError("the pipeline had exited")
+        # Output before a request: a program of the pipeline died and the ones after it flushed
+        # (a NUL, then end of file); read as an answer, it would be an empty translation.
+        if select.select([fd], [], [], 0)[0]:
+            raise EOFError("the pipeline wrote out of turn (one of its programs died)")
         # The trailing blank makes the analyser emit the last word before the flush.
         self._proc.stdin.write(request.encode() + b" \0")
         self._proc.stdin.flush()
-        fd, buf = self._proc.stdout.fileno(), b""
+        buf = b""
         while not buf.endswith(b"\0"):
             ready, _, _ = select.select([fd], [], [], self.timeout_s)
             if not ready:
@@ -205,7 +218,12 @@ class ApertiumProcess:
             if not chunk:
                 raise EOFError("the pipeline exited")
             buf += chunk
-        return buf[:-1].decode("utf-8", "replace")
+        if buf.count(b"\0") > 1:
+            raise EOFError("the pipeline wrote out of turn (one of its programs died)")
+        answer = buf[:-1].decode("utf-8", "replace")
+        if not clean(answer, True):  # any text comes back as words (unknown ones pass through)
+            raise EOFError("the pipeline answered nothing (one of its programs died)")
+        return answer
 
     def _stderr_tail(self) -> str:
         if self._stderr is None:
@@ -227,17 +245,22 @@ def _stop(box: list) -> None:
     import signal
 
     proc = box[0]
-    if proc is None or proc.poll() is not None:
+    if proc is None:
         return
+    exited = proc.poll() is not None
     try:
         proc.stdin.close()
-        proc.wait(timeout=1)
+        if not exited:
+            proc.wait(timeout=1)
+            return
     except (OSError, subprocess.TimeoutExpired):
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait()
+        pass
+    # Still running, or bash is gone (killed) while programs of its group may live on.
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
 
 
 class ApertiumTranslator:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import shutil
 
+import time
+
 import pytest
 
 from speech.errors import UserError
@@ -112,6 +114,31 @@ def test_process_restarts_once_after_dying(tmp_path):
         assert proc.translate("c") == "C"
     finally:
         proc.close()
+
+
+@needs_bash
+def test_a_pipeline_that_flushed_out_of_turn_is_restarted(tmp_path):
+    # A program killed mid-pipeline: the ones after it flush a NUL at end of file while bash lives
+    # on. That NUL must not be read as the next answer (an empty translation).
+    broken = r"""IFS= read -r -d '' x; printf '%s\0' "${x^^}"; sleep 0.2; printf '\0'; exec cat >/dev/null"""
+    proc = ApertiumProcess(tmp_path / "x.mode", script=broken)
+    try:
+        assert proc.translate("a") == "A"
+        time.sleep(1.0)  # the stray NUL is written
+        first = proc.pid
+        assert proc.translate("b") == "B" and proc.restarts == 1 and proc.pid != first
+    finally:
+        proc.close()
+    assert proc.pid is None
+
+
+@needs_bash
+def test_an_empty_answer_is_a_failure(tmp_path):
+    silent = r"""while IFS= read -r -d '' x; do printf '\0'; done"""
+    proc = ApertiumProcess(tmp_path / "x.mode", script=silent)
+    with pytest.raises(EngineFailed, match="answered nothing"):
+        proc.translate("hello")
+    assert proc.restarts == 1
 
 
 @needs_bash
