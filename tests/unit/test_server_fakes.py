@@ -1,7 +1,7 @@
 """A fake pipeline for the server tests (no models): fast, deterministic, and faithful to the
 contracts the real stages keep (TextUpdates logged as "update", synthesised chunks as "audio").
 
-- FakeAsr commits one word per `word_s` seconds of audio, keeps the next one tentative, and
+- FakeAsr commits one word per `word_s` seconds of audio (w0, w1, ... or given words), keeps the next one tentative, and
   commits the tentative word at end of stream (an `end` mid-word still delivers it).
 - FakeMt upper-cases committed words; FakeTts speaks 0.1 s of tone per word at 22.05 kHz.
 - A target language ending in "-boom" makes the recogniser fail after one second of audio;
@@ -28,8 +28,13 @@ from speech.types import AudioChunk, TextUpdate, Word
 class FakeAsr:
     name = "asr"
 
-    def __init__(self, log: EventLog, clock, word_s: float = 0.5, boom_after_s: float | None = None, cost_s: float = 0.0):
+    def __init__(self, log: EventLog, clock, word_s: float = 0.5, boom_after_s: float | None = None, cost_s: float = 0.0,
+                 words: tuple[str, ...] = ()):
         self.log, self.clock, self.word_s, self.boom_after_s, self.cost_s = log, clock, word_s, boom_after_s, cost_s
+        self.words = words  # the text it "hears" (repeated); empty: w0, w1, ...
+
+    def text(self, i: int) -> str:
+        return self.words[i % len(self.words)] if self.words else f"w{i}"
 
     async def run(self, inbox, outbox) -> None:
         heard = 0.0
@@ -41,12 +46,12 @@ class FakeAsr:
             if self.cost_s:
                 await asyncio.to_thread(time.sleep, self.cost_s)
             n = int(heard / self.word_s)
-            new = tuple(Word(f"w{i}", i * self.word_s, (i + 1) * self.word_s) for i in range(committed, n))
+            new = tuple(Word(self.text(i), i * self.word_s, (i + 1) * self.word_s) for i in range(committed, n))
             committed = n
-            tentative = (Word(f"w{n}"),)
+            tentative = (Word(self.text(n)),)
             await self._emit(outbox, TextUpdate(new, tentative, source_time=heard, wall_time=self.clock.now()))
         # end of stream: the tentative word is committed (it may be a partial word)
-        last = (Word(f"w{committed}", committed * self.word_s, heard),) if heard > committed * self.word_s else ()
+        last = (Word(self.text(committed), committed * self.word_s, heard),) if heard > committed * self.word_s else ()
         await self._emit(outbox, TextUpdate(last, (), final=True, end_of_stream=True, source_time=heard,
                                             wall_time=self.clock.now()))
 
