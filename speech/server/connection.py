@@ -37,12 +37,14 @@ class Connection:
         self.live: LiveSession | None = None
         self.input = None  # set once a session ran on this connection (the server trims memory then)
         self.task: asyncio.Task | None = None  # the handler task, for shutdown
+        self.listening = False  # a listener: it ends when its session does (shutdown waits for it)
 
     # -- entry point -----------------------------------------------------------------------
     async def serve(self) -> None:
         metrics = self.server.metrics
         try:
             if urlsplit(self.ws.request.path).path == LISTEN_PATH:
+                self.listening = True
                 await self._listen()
                 return
             hello = await self._read_hello()

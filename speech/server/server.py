@@ -113,8 +113,10 @@ class SpeechServer:
         if self._server is not None:
             self._server.close(close_connections=False)
         for conn in list(self.connections):
-            if conn.live is None and conn.task is not None:
-                conn.task.cancel()  # still before its hello, or a listener: nothing to flush
+            if conn.live is None and not conn.listening and conn.task is not None:
+                conn.task.cancel()  # still before its hello: nothing to flush
+        # A listener stays: its session's flushed words and `done` (reason shutdown) reach it, then
+        # the session closes it.
         await self.hub.shutdown(self.config.shutdown_timeout)  # every session flushes, then says done
         pending = [c.task for c in self.connections if c.task is not None]
         if pending:

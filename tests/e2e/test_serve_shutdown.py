@@ -1,6 +1,6 @@
 """SIGTERM to `speech serve` during two live sessions: every committed word is in the session logs,
-each log ends with `end` (reason `shutdown`), both speakers get `done` saying so, and the process
-exits 0 promptly. The server runs as a real process with the fake pipeline (no models)."""
+each log ends with `end` (reason `shutdown`), both speakers and a listener get `done` saying so,
+and the process exits 0 promptly. The server runs as a real process with the fake pipeline (no models)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
 
 from speech.server.client import stream_audio
 
@@ -42,14 +44,18 @@ def start(log_dir: Path) -> tuple[subprocess.Popen, str]:
     return proc, m.group(1)
 
 
-async def two_sessions_then_sigterm(proc: subprocess.Popen, url: str) -> tuple[list, float]:
-    """Both speakers stream; once each has committed words, SIGTERM; returns their results and
-    the seconds from the signal to the process's exit."""
+async def two_sessions_then_sigterm(proc: subprocess.Popen, url: str) -> tuple[list, tuple, float]:
+    """Both speakers stream, one with a listener; once each has committed words, SIGTERM; returns
+    their results, the listener's, and the seconds from the signal to the process's exit."""
     under_way = [asyncio.Event(), asyncio.Event()]
     translated = [0, 0]
 
+    listen_url = asyncio.get_running_loop().create_future()
+
     def watcher(i: int):  # noqa: ANN202
         def on_event(e: dict) -> None:
+            if e["type"] == "ready" and i == 0:
+                listen_url.set_result(e["listen"]["es"])
             if e["type"] == "translation":
                 translated[i] += len(e["committed"])
                 if translated[i] >= 3:
@@ -59,13 +65,28 @@ async def two_sessions_then_sigterm(proc: subprocess.Popen, url: str) -> tuple[l
     clients = [asyncio.create_task(stream_audio(url, tone(SECONDS), 16000, "en", target, speed=1.0,
                                                 on_event=watcher(i), timeout=90, resume=False))
                for i, target in enumerate(("es", "de"))]
+    listener = asyncio.create_task(listen(await asyncio.wait_for(listen_url, 60)))
     await asyncio.wait_for(asyncio.gather(*(e.wait() for e in under_way)), 60)
     proc.send_signal(signal.SIGTERM)
     sent = time.monotonic()
     exited = asyncio.create_task(asyncio.to_thread(proc.wait, EXIT_WITHIN_S + 10))
     results = await asyncio.gather(*clients)
+    heard = await listener
     await exited
-    return results, time.monotonic() - sent
+    return results, heard, time.monotonic() - sent
+
+
+async def listen(url: str) -> tuple[list[dict], int | None]:
+    """A listener of the first speaker's session: its events and close code."""
+    events = []
+    async with connect(url) as ws:
+        try:
+            async for msg in ws:
+                if isinstance(msg, str):
+                    events.append(json.loads(msg))
+        except ConnectionClosed:
+            pass
+        return events, ws.close_code
 
 
 def session_logs(log_dir: Path) -> dict[str, list[dict]]:
@@ -84,7 +105,7 @@ def words(records: list[dict], stage: str) -> list[str]:
 def test_sigterm_flushes_two_live_sessions_and_exits_zero(tmp_path):
     proc, url = start(tmp_path)
     try:
-        results, exit_s = asyncio.run(asyncio.wait_for(two_sessions_then_sigterm(proc, url), 120))
+        results, (listened, close_code), exit_s = asyncio.run(asyncio.wait_for(two_sessions_then_sigterm(proc, url), 120))
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -109,3 +130,9 @@ def test_sigterm_flushes_two_live_sessions_and_exits_zero(tmp_path):
         spoken = [r["text"] for r in records if r.get("kind") == "audio" and r.get("stage") == "tts"]
         assert spoken == res.committed("translation")
         assert records[-1]["kind"] == "end" and records[-1]["reason"] == "shutdown", records[-1]
+    # the listener hears the flushed words too, then `done` saying why, and a normal close
+    assert listened[0]["type"] == "listening", listened[:1]
+    assert listened[-1] == {"type": "done", "reason": "shutdown", "seq": listened[-1]["seq"]}, listened[-2:]
+    assert close_code == 1000
+    spoken = [w for e in listened if e["type"] == "translation" for w in e["committed"]]
+    assert spoken and results[0].committed("translation")[-len(spoken):] == spoken
