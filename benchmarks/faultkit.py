@@ -13,7 +13,7 @@ FAULT is one of
     oom      the pipeline runs out of memory while loading
     killonce nothing here: the benchmark kills one program of the es->pt Apertium pipeline once
     kill     nothing here: the benchmark kills every es->pt Apertium pipeline as it starts
-    logfull  nothing here: the benchmark points this session's log at /dev/full
+    logfull  nothing here: the benchmark points the faulty session's log at /dev/full
 """
 
 from __future__ import annotations

@@ -8,7 +8,9 @@ how the faulty session ended, and whether the healthy one and the server stayed 
         [--json] [--out FILE]
 
 The cases run in alternation within each round (the machine's load drifts alike for all); a row
-gives the median over rounds. Lag is the server's own figure (benchmarks/loadkit.py).
+gives the median over rounds of the p90 and of its ratio to the same round's alone run, and the p90
+of every round's events pooled (more events, so a steadier figure) with its ratio to the pooled
+alone runs. Lag is the server's own figure (benchmarks/loadkit.py).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from loadkit import Lags, ServerProcess, clips
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from speech.progress import Progress  # noqa: E402
 from speech.server.client import stream_audio, stream_file  # noqa: E402
+from speech.stats import percentile  # noqa: E402
 
 APERTIUM_ES_PT = "apertium-es-pt"  # a path in every program of the faulty pair's pipeline (Debian's layout)
 
@@ -51,7 +54,7 @@ class Bench:
         lags = Lags()
         if fault is None:
             await self.healthy(lags)
-            return {**lags.figures(), "fault": "alone", "healthz": healthz(self.server.url)}
+            return {**lags.figures(), "fault": "alone", "healthz": healthz(self.server.url), "lags": lags.translation}
         if fault == "logfull":  # the next connection's log: every write fails
             link = self.log_dir / f"session-{self.connections + 1:05d}.jsonl"
             link.unlink(missing_ok=True)
@@ -79,7 +82,7 @@ class Bench:
             if attack is not None:
                 attack.cancel()
         error = result.error
-        return {**lags.figures(), "fault": fault, "healthz": healthz(self.server.url),
+        return {**lags.figures(), "fault": fault, "healthz": healthz(self.server.url), "lags": lags.translation,
                 "faulty_ended": f"{error['code']}: {error['message'][:120]}" if error else
                                 (f"done ({result.done['reason']})" if result.done else f"closed {result.close_code}"),
                 "faulty_translated": len(result.committed("translation")), "processes_killed": len(killed)}
@@ -139,13 +142,18 @@ def healthz(url: str) -> int:
 def summarise(rounds: list[dict[str, dict]], cases: list[str]) -> list[dict]:
     """One row per case: medians over rounds; the ratio is taken within each round first."""
     rows = []
+    pooled_alone = percentile([x for r in rounds for x in r["alone"]["lags"]], 90)
     for name in cases:
         runs = [r[name] for r in rounds]
         p90s = [x["translation_lag_p90"] for x in runs if x["translation_lag_p90"] is not None]
         ratios = [r[name]["translation_lag_p90"] / r["alone"]["translation_lag_p90"] for r in rounds
                   if r[name]["translation_lag_p90"] and r["alone"]["translation_lag_p90"]]
+        pooled = percentile([x for r in runs for x in r["lags"]], 90)
         rows.append({
             "fault": name,
+            "translation_lag_p90_pooled": round(pooled, 3) if pooled is not None else None,
+            "pooled_ratio_to_alone": round(pooled / pooled_alone, 3) if pooled and pooled_alone else None,
+            "translation_events": sum(len(r["lags"]) for r in runs),
             "translation_lag_p90": round(median(p90s), 3) if p90s else None,
             "translation_lag_p90_rounds": [x["translation_lag_p90"] for x in runs],
             "ratio_to_alone": round(median(ratios), 3) if ratios else None,
@@ -201,10 +209,12 @@ def main() -> int:
     if args.json:
         print(json.dumps(report, indent=1))
         return 0
-    print("| fault | healthy MT lag p90 (s) | ratio to alone | healthy errors | /healthz | faulty session ended |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| fault | healthy MT lag p90 (s), median of rounds | ratio to alone, median of rounds | "
+          "p90 pooled over rounds | pooled ratio | healthy errors | /healthz | faulty session ended |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for c in report["cases"]:
-        print(f"| {c['fault']} | {c['translation_lag_p90']} | {c['ratio_to_alone']} | {len(c['healthy_errors'])} | "
+        print(f"| {c['fault']} | {c['translation_lag_p90']} | {c['ratio_to_alone']} | "
+              f"{c['translation_lag_p90_pooled']} | {c['pooled_ratio_to_alone']} | {len(c['healthy_errors'])} | "
               f"{','.join(map(str, c['healthz']))} | {c['faulty_message'] or '-'} |")
     print(f"load average before {report['load_average_before']}, after {report['load_average_after']}")
     return 0

@@ -120,7 +120,63 @@ def run(args: argparse.Namespace) -> int:
         from .ray_engine import serve_ray
 
         return serve_ray(args, warm)
-    return asyncio.run(_serve(args, warm))
+    return run_until_shutdown(_serve(args, warm))
+
+
+CALL_THREADS = "speech-call"  # the names of the worker threads that run blocking model calls
+HUNG_CALL_WAIT_S = 5.0
+
+
+def run_until_shutdown(main) -> int:  # noqa: ANN001 - the server's coroutine
+    """`asyncio.run(main)`, except that a model call that never returns cannot hold the process.
+
+    A hung call (its session already ended with ModelCallTimeout) keeps its worker thread: Python
+    cannot stop a thread, and both asyncio.run and the interpreter's exit wait for every worker of
+    the default executor. After the shutdown, calls still running get HUNG_CALL_WAIT_S seconds; then
+    the process says so and exits without them (every session has flushed and closed its log).
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    executor = ThreadPoolExecutor(thread_name_prefix=CALL_THREADS)
+    loop.set_default_executor(executor)
+    try:
+        code = loop.run_until_complete(main)
+    finally:
+        try:
+            _cancel_remaining(loop)
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            executor.shutdown(wait=False, cancel_futures=True)
+            asyncio.set_event_loop(None)
+            loop.close()
+    if _join_calls(HUNG_CALL_WAIT_S):
+        return code
+    print(f"speech serve: a model call has not returned {HUNG_CALL_WAIT_S:g} s after the shutdown "
+          "(a hung engine); exiting without it", file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    os._exit(code)
+
+
+def _cancel_remaining(loop: asyncio.AbstractEventLoop) -> None:
+    tasks = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+
+
+def _join_calls(timeout: float) -> bool:
+    """Waits for the model-call threads, `timeout` seconds in all; whether every one ended."""
+    import threading
+    import time
+
+    deadline = time.monotonic() + timeout
+    for thread in threading.enumerate():
+        if thread.name.startswith(CALL_THREADS):
+            thread.join(max(0.0, deadline - time.monotonic()))
+    return not any(t.name.startswith(CALL_THREADS) and t.is_alive() for t in threading.enumerate())
 
 
 async def _serve(args: argparse.Namespace, warm: tuple[str, str] | None) -> int:

@@ -136,3 +136,23 @@ def test_sigterm_flushes_two_live_sessions_and_exits_zero(tmp_path):
     assert close_code == 1000
     spoken = [w for e in listened if e["type"] == "translation" for w in e["committed"]]
     assert spoken and results[0].committed("translation")[-len(spoken):] == spoken
+
+
+def test_a_hung_model_call_does_not_hold_the_shutdown(tmp_path):
+    """A translator call that hangs (the fake holds its thread 30 s) ended its session long ago;
+    SIGTERM still exits 0 within seconds, saying why it did not wait."""
+    proc, url = start(tmp_path)
+    try:
+        hung = asyncio.run(stream_audio(url, tone(3.0), 16000, "en", "es-hang", speed=0, timeout=60, resume=False))
+        assert hung.error is not None and "did not return" in hung.error["message"], hung.error
+        proc.send_signal(signal.SIGTERM)
+        sent = time.monotonic()
+        proc.wait(60)
+        exit_s = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err[-2000:]
+    assert exit_s < 20, exit_s  # the hung thread would hold it 30 s
+    assert "exiting without it" in err, err[-2000:]
