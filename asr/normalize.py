@@ -3,8 +3,8 @@
 Lower case, no punctuation, and numbers spelled out in words of the text's language on both sides
 (Whisper writes "25", references often write "twenty five" or "veinticinco"). English also expands
 common abbreviations, reads four-digit years in pairs and spells ordinals, decimals and "%";
-Spanish, Portuguese, German and French spell integers with `tts.numbers`. Other languages are
-lower-cased and stripped of punctuation only.
+Spanish, Portuguese, German, French, Italian, Catalan and Galician spell integers with
+`tts.numbers`. Other languages are lower-cased and stripped of punctuation only.
 """
 
 from __future__ import annotations

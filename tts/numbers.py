@@ -1,5 +1,6 @@
-"""Spanish, Portuguese (Brazilian), German and French number words, for comparing texts where one
-side writes "25" and the other "veinticinco" / "vinte e cinco" / "fünfundzwanzig" / "vingt-cinq".
+"""Spanish, Portuguese (Brazilian), German, French, Italian, Catalan and Galician number words, for
+comparing texts where one side writes "25" and the other "veinticinco" / "vinte e cinco" /
+"fünfundzwanzig" / "vingt-cinq" / "venticinque" / "vint-i-cinc".
 
 The round-trip judge (`tts.roundtrip.score`) spells the numbers of both the synthesised text and
 Whisper's transcript, so a number is counted as heard when its words were heard, whichever way
@@ -41,6 +42,26 @@ _FR_ONES = (
     "dix-sept dix-huit dix-neuf"
 ).split()
 _FR_TENS = "_ _ vingt trente quarante cinquante soixante".split()
+
+_IT_ONES = (
+    "zero uno due tre quattro cinque sei sette otto nove dieci undici dodici tredici quattordici quindici "
+    "sedici diciassette diciotto diciannove"
+).split()
+_IT_TENS = "_ _ venti trenta quaranta cinquanta sessanta settanta ottanta novanta".split()
+
+_CA_ONES = (
+    "zero un dos tres quatre cinc sis set vuit nou deu onze dotze tretze catorze quinze setze disset divuit dinou"
+).split()
+_CA_TENS = "_ _ vint trenta quaranta cinquanta seixanta setanta vuitanta noranta".split()
+
+_GL_ONES = (
+    "cero un dous tres catro cinco seis sete oito nove dez once doce trece catorce quince dezaseis dezasete "
+    "dezaoito dezanove"
+).split()
+_GL_TENS = "_ _ vinte trinta corenta cincuenta sesenta setenta oitenta noventa".split()
+_GL_HUNDREDS = (
+    "_ cento douscentos trescentos catrocentos quiñentos seiscentos setecentos oitocentos novecentos"
+).split()
 
 
 def spell_es(n: int) -> str:
@@ -161,7 +182,98 @@ def spell_fr(n: int) -> str:
     return " ".join(parts)
 
 
-SPELLERS = {"es": spell_es, "pt": spell_pt, "de": spell_de, "fr": spell_fr}
+def _it_below_thousand(n: int) -> str:
+    """Italian words for 0 < n < 1000, one word ("centoventi"): a ten drops its vowel before uno
+    and otto ("ventuno", "trentotto")."""
+    hundreds, rest = divmod(n, 100)
+    head = ("cento" if hundreds == 1 else _IT_ONES[hundreds] + "cento") if hundreds else ""
+    if rest < 20:
+        tail = _IT_ONES[rest] if rest else ""
+    else:
+        tens, ones = divmod(rest, 10)
+        ten = _IT_TENS[tens]
+        tail = (ten[:-1] if ones in (1, 8) else ten) + (_IT_ONES[ones] if ones else "")
+    return head + tail
+
+
+def spell_it(n: int) -> str:
+    """Italian words for 0 <= n < 10**9: one word below a million ("duemilacinque"), millions apart
+    ("due milioni trecentomila"); a final "tre" after others takes its accent ("ventitré"), an
+    "uno" before "mila" loses its o ("ventunmila")."""
+    if n == 0:
+        return "zero"
+    if n >= 10**9:
+        raise ValueError(f"{n} is out of range")
+    millions, rest = divmod(n, 10**6)
+    thousands, low = divmod(rest, 1000)
+    parts = []
+    if millions:
+        parts.append("un milione" if millions == 1 else _it_below_thousand(millions) + " milioni")
+    lead = _it_below_thousand(thousands) if thousands > 1 else ""
+    word = (re.sub(r"uno$", "un", lead) + "mila" if lead else "mille") if thousands else ""
+    word += _it_below_thousand(low) if low else ""
+    if word.endswith("tre") and word != "tre":
+        word = word[:-3] + "tré"
+    if word:
+        parts.append(word)
+    return " ".join(parts)
+
+
+def _ca_below_thousand(n: int) -> str:
+    """Catalan words for 0 < n < 1000 ("vint-i-un", "trenta-dos", "dos-cents tres")."""
+    hundreds, rest = divmod(n, 100)
+    parts = ["cent" if hundreds == 1 else _CA_ONES[hundreds] + "-cents"] if hundreds else []
+    if rest:
+        if rest < 20:
+            parts.append(_CA_ONES[rest])
+        else:
+            tens, ones = divmod(rest, 10)
+            parts.append(_CA_TENS[tens] + ("" if not ones else ("-i-" if tens == 2 else "-") + _CA_ONES[ones]))
+    return " ".join(parts)
+
+
+def spell_ca(n: int) -> str:
+    """Catalan words for 0 <= n < 10**9 ("dos mil cinc", "un milió")."""
+    if n == 0:
+        return "zero"
+    if n >= 10**9:
+        raise ValueError(f"{n} is out of range")
+    millions, rest = divmod(n, 10**6)
+    thousands, low = divmod(rest, 1000)
+    parts = []
+    if millions:
+        parts.append("un milió" if millions == 1 else _ca_below_thousand(millions) + " milions")
+    if thousands:
+        parts.append("mil" if thousands == 1 else _ca_below_thousand(thousands) + " mil")
+    if low:
+        parts.append(_ca_below_thousand(low))
+    return " ".join(parts)
+
+
+def spell_gl(n: int) -> str:
+    """Galician words for 0 <= n < 10**9 ("vinte e cinco", "dous mil cinco", "cen")."""
+    if n < 20:
+        return _GL_ONES[n]
+    if n < 100:
+        tens, rest = divmod(n, 10)
+        return _GL_TENS[tens] + ("" if rest == 0 else " e " + _GL_ONES[rest])
+    if n < 1000:
+        hundreds, rest = divmod(n, 100)
+        if n == 100:
+            return "cen"
+        return _GL_HUNDREDS[hundreds] + ("" if rest == 0 else " " + spell_gl(rest))
+    if n < 10**6:
+        head, rest = divmod(n, 1000)
+        lead = "mil" if head == 1 else spell_gl(head) + " mil"
+        return lead + ("" if rest == 0 else " " + spell_gl(rest))
+    if n < 10**9:
+        head, rest = divmod(n, 10**6)
+        lead = "un millón" if head == 1 else spell_gl(head) + " millóns"
+        return lead + ("" if rest == 0 else " " + spell_gl(rest))
+    raise ValueError(f"{n} is out of range")
+
+
+SPELLERS = {"es": spell_es, "pt": spell_pt, "de": spell_de, "fr": spell_fr, "it": spell_it, "ca": spell_ca, "gl": spell_gl}
 _NUMBER = re.compile(r"\d{1,3}(?:[.,]\d{3})+(?!\d)|\d+")
 
 
