@@ -22,6 +22,7 @@ from speech.errors import UserError
 from speech.types import AudioChunk
 
 from .espeak_voice import VoiceFiles, is_voice_file, parse_attributes
+from .respell import respeller
 from .text import clean_text
 
 _AUDIO_OUTPUT_SYNCHRONOUS = 2
@@ -33,16 +34,28 @@ _RATE, _VOLUME, _PITCH, _RANGE, _WORDGAP = 1, 2, 3, 4, 7
 _BUFFER_MS = 20  # callback granularity
 
 # Usual language codes -> the eSpeak NG voice for them (the rest are looked up as given).
-# eSpeak NG has no Galician: its orthography reads closest with the Spanish voice (docs/translation.md).
-PREFERRED_VOICE = {"en": "en-us", "pt": "pt-br", "zh": "cmn", "nb": "nb", "no": "nb", "gl": "es"}
+# Italian, Catalan and Galician speak with eSpeak's "m3" variant (its formants and stress), which
+# Whisper heard better in all three; Catalan with the Valencian voice, whose unstressed vowels are
+# not reduced; Galician, which eSpeak NG lacks, with the Spanish voice and its text respelt
+# (`tts.respell`). Measurements: docs/synthesis.md, "Voice tunings".
+PREFERRED_VOICE = {"en": "en-us", "pt": "pt-br", "zh": "cmn", "nb": "nb", "no": "nb",
+                   "it": "it+m3", "ca": "ca-va+m3", "gl": "es+m3"}
+
+
+DEFAULT_WORDS_PER_MINUTE = 135  # slower than eSpeak's 175: measured more intelligible (docs/synthesis.md)
+# extra pause between words, 10 ms units: 30 ms cut the Whisper round trip from 26 % to 16 % (es)
+# and 51 % to 36-37 % (pt) on whole sentences (docs/synthesis.md)
+DEFAULT_WORD_GAP = 3
 
 
 @dataclass(frozen=True)
 class VoiceTuning:
-    attributes: str  # eSpeak voice-file lines (`espeak_voice.parse_attributes`: sound and `replace`)
+    attributes: str = ""  # eSpeak voice-file lines (`espeak_voice.parse_attributes`: sound and `replace`)
     # eSpeak's volume, 0-200 (its default 100): louder consonants raise the speech's RMS, and eSpeak
     # clips at 16 bits inside, so the level comes down there
-    volume: int
+    volume: int = 100
+    words_per_minute: int = DEFAULT_WORDS_PER_MINUTE
+    word_gap: int = DEFAULT_WORD_GAP  # 10 ms units
 
 
 # Voices measured more intelligible with attributes (docs/synthesis.md, "Voice tunings").
@@ -57,7 +70,18 @@ TUNED_VOICES = {
     "pt-BR": VoiceTuning(
         "flutter 0; consonants 400 400; replace 00 x r; replace 00 * r; replace 00 @- NULL", volume=40
     ),
+    "it": VoiceTuning(words_per_minute=120, word_gap=5),
+    "ca-va": VoiceTuning("replace 00 ** R", words_per_minute=120, word_gap=5),
+    "gl:es": VoiceTuning(words_per_minute=120, word_gap=5),  # Galician on the Spanish voice
 }
+
+
+def tuned_voice(language: str, voice: str) -> VoiceTuning | None:
+    """The tuning of eSpeak voice `voice` ("it+m3": its base name counts) speaking `language`: an
+    entry "language:voice" (a voice another language borrows) first, then the voice's own."""
+    name = voice.partition("+")[0]
+    lang = language.lower().split("-")[0]
+    return TUNED_VOICES.get(f"{lang}:{name}") or TUNED_VOICES.get(name)
 
 
 class _Voice(ctypes.Structure):
@@ -183,13 +207,11 @@ def engine() -> EspeakEngine:
 class EspeakConfig:
     language: str = "en"
     voice: str = ""  # an eSpeak voice name ("pt-br", "en-gb"); empty: the language's default
-    words_per_minute: int = 135  # slower than eSpeak's 175: measured more intelligible (docs/synthesis.md)
+    words_per_minute: int = 0  # 0: the voice's (TUNED_VOICES), else DEFAULT_WORDS_PER_MINUTE
     gain: float = 0.7  # one fixed level for the voice, close to Piper's (never per chunk)
     pitch: int = 50  # eSpeak's base pitch, 0-100
     pitch_range: int = 50  # intonation range, 0 (monotone) - 100
-    # extra pause between words, 10 ms units: 30 ms cut the Whisper round trip from 26 % to 16 % (es)
-    # and 51 % to 36-37 % (pt) on whole sentences (docs/synthesis.md)
-    word_gap: int = 3
+    word_gap: int = -1  # extra pause between words, 10 ms units; -1: the voice's, else DEFAULT_WORD_GAP
     # A treble boost after synthesis: 0 dB below 1 kHz, +6 dB per octave above, at most this much.
     # eSpeak's formants are dull above 1 kHz; Whisper base heard pt better with the consonants
     # lifted: round trip 59.3 -> 52.7 % on 40 held-out FLORES lines (docs/synthesis.md). 0: off.
@@ -229,11 +251,19 @@ class EspeakSynthesizer:
         self.config = config
         self._engine = engine_
         # a user's voice file is never tuned, and resolving it here would write one more copy
-        tuning = None if is_voice_file(config.voice) else TUNED_VOICES.get(engine_.resolve(config.language, config.voice).partition("+")[0])
+        plain = "" if is_voice_file(config.voice) else engine_.resolve(config.language, config.voice)
+        tuning = tuned_voice(config.language, plain)
+        self._respell = respeller(config.language, plain) if plain else None
         attributes = config.attributes
         if attributes == "default":
             attributes = tuning.attributes if tuning else ""
         self._volume = config.volume or (tuning.volume if tuning and config.attributes == "default" else 100)
+        # the pace, like the sound, is the tuned voice's unless given
+        pace = tuning or VoiceTuning()
+        self.words_per_minute = config.words_per_minute or pace.words_per_minute
+        self.word_gap = pace.word_gap if config.word_gap < 0 else config.word_gap
+        if not 80 <= self.words_per_minute <= 450:
+            raise UserError(f"eSpeak words_per_minute {config.words_per_minute} is out of range: give 80-450")
         if not 1 <= self._volume <= 200:
             raise UserError(f"eSpeak volume {config.volume} is out of range: give 1-200 (100 is eSpeak's default)")
         self.voice = engine_.resolve(config.language, config.voice, parse_attributes(attributes))
@@ -244,10 +274,11 @@ class EspeakSynthesizer:
         text = clean_text(text)
         if not text:
             return
+        spoken = self._respell(text) if self._respell else text  # the chunks carry the text as written
         if not 0.5 <= speed <= 2.5:
             raise ValueError(f"eSpeak speed must be between 0.5 and 2.5, got {speed:g}")
-        words_per_minute = round(self.config.words_per_minute * speed)
-        word_gap = round(self.config.word_gap / speed)
+        words_per_minute = round(self.words_per_minute * speed)
+        word_gap = round(self.word_gap / speed)
         buffers: queue.SimpleQueue = queue.SimpleQueue()
         stop = threading.Event()
         done = object()
@@ -255,7 +286,7 @@ class EspeakSynthesizer:
         def produce() -> None:
             try:
                 self._engine.synth(
-                    text, self.voice, words_per_minute,
+                    spoken, self.voice, words_per_minute,
                     lambda samples: buffers.put(samples) or stop.is_set(),
                     pitch=self.config.pitch, pitch_range=self.config.pitch_range, word_gap=word_gap,
                     volume=self._volume,
