@@ -87,8 +87,9 @@ def normalize(text: str, language: str = "en") -> str:
 
 def _strip_punctuation(t: str) -> str:
     t = re.sub(r"[’`]", "'", t)
-    t = re.sub(r"[^\w\s']|_", " ", t)  # punctuation and hyphens become spaces
-    t = re.sub(r"(?<!\w)'|'(?!\w)", " ", t)  # quotes, but keep "don't" and "l'homme"
+    t = re.sub(r"(?<=l)\.(?=l)", "·", t)  # Catalan "l·l" (also typed "l.l") is inside one word
+    t = re.sub(r"[^\w\s'·]|_", " ", t)  # punctuation and hyphens become spaces
+    t = re.sub(r"(?<!\w)['·]|['·](?!\w)", " ", t)  # quotes, but keep "don't", "l'homme", "col·lisió"
     return " ".join(t.split())
 
 

@@ -17,7 +17,7 @@ from speech.asr.normalize import normalize
 from speech.eval.aggregate import aggregate
 from speech.eval.erasure import erased_words, erasure_rate
 from speech.eval.metrics import normalized_erasure, utterance_metrics
-from speech.eval.quality import word_errors
+from speech.eval.quality import ErrorCounts, word_errors
 from speech.stats import percentile
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,6 +37,9 @@ def test_wer_takes_reference_first():
     ("pt", "Há vinte e cinco anos", "há 25 anos"),
     ("de", "Vor fünfundzwanzig Jahren, 2.500 Menschen", "vor 25 Jahren zweitausendfünfhundert Menschen"),
     ("fr", "Il y a vingt-cinq ans, quatre-vingt-dix personnes", "il y a 25 ans 90 personnes"),
+    ("it", "Venticinque anni, nel 2005", "25 anni nel duemilacinque"),
+    ("ca", "Fa vint-i-cinc anys, el 2005", "fa 25 anys el dos mil cinc"),
+    ("gl", "Hai vinte e cinco anos, no 2005", "hai 25 anos no dous mil cinco"),
 ])
 def test_numbers_are_spelled_in_every_language(language, reference, hypothesis):
     assert word_errors(reference, hypothesis, language).errors == 0
@@ -47,6 +50,14 @@ def test_numbers_are_spelled_in_every_language(language, reference, hypothesis):
 
 def test_unknown_language_is_only_lower_cased_and_stripped():
     assert normalize("Ol' «Hello», 25!", "xx") == "ol hello 25"
+
+
+def test_catalan_geminate_l_is_one_word_however_it_is_typed():
+    # the middle dot of "col·lisió" joins letters: one word, as Whisper writes it ("·" or ".")
+    assert normalize("La col·lisió dels satèl·lits.", "ca") == "la col·lisió dels satèl·lits"
+    assert word_errors("la col·lisió", "La col.lisió", "ca").errors == 0
+    assert word_errors("la col·lisió", "la colisió", "ca") == ErrorCounts(1, 2)
+    assert normalize("· un punt volat sol ·", "ca") == "un punt volat sol"
 
 
 def _asr_log(text: str) -> list[dict]:
