@@ -71,8 +71,8 @@ TUNED_VOICES = {
         "flutter 0; consonants 400 400; replace 00 x r; replace 00 * r; replace 00 @- NULL", volume=40
     ),
     "it": VoiceTuning(words_per_minute=120, word_gap=5),
-    "ca-va": VoiceTuning("replace 00 ** R", words_per_minute=120, word_gap=5),
-    "gl:es": VoiceTuning(words_per_minute=120, word_gap=5),  # Galician on the Spanish voice
+    "ca-va": VoiceTuning("replace 00 ** R", words_per_minute=105, word_gap=5),
+    "gl:es": VoiceTuning(words_per_minute=105, word_gap=5),  # Galician on the Spanish voice
 }
 
 
