@@ -1,7 +1,7 @@
 """The Italian, Catalan and Galician eSpeak NG voices as tuned (`tts.espeak.PREFERRED_VOICE`,
 `TUNED_VOICES`, `tts.respell`), judged by the project's recogniser on FLORES-101 lines used to tune
 them: each keeps a round-trip floor, and the Italian and Catalan voices as eSpeak ships them, at
-the pace eSpeak voices had before (135 words a minute, 30 ms between words), are heard clearly worse
+the other eSpeak voices' pace (135 words a minute, 30 ms between words), are heard clearly worse
 (docs/synthesis.md, "Voice tunings"). Galician's tuning gains less than the judge's noise on 8
 lines: its floor only."""
 
