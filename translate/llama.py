@@ -37,6 +37,9 @@ class LlamaOptions:
     n_batch: int = 512
     threads: int = 2
     n_gpu_layers: int = 0  # layers offloaded to a GPU (-1: all); 0 keeps the model on the CPU
+    # > 0: streams share contexts of this many sequences, their decodes batched (llama_batch.py)
+    batch_sessions: int = 0
+    batch_window_s: float = 0.02  # the longest a decode waits for the other busy streams
 
 
 class LlamaModel:
@@ -65,6 +68,7 @@ class LlamaModel:
         self.chat_template: str = self.model.get_default_chat_template() or ""
         self._pieces: dict[int, str] = {}
         self._lock = threading.Lock()
+        self._pool: Any = None
 
     def tokenize(self, text: str, bos: bool = False, special: bool = True) -> list[int]:
         """Tokens of `text`; `special=False` for user text: control-token names stay plain text."""
@@ -89,6 +93,13 @@ class LlamaModel:
         return str(self.model.chat_apply_template(self.chat_template, chat, add_assistant))
 
     def new_cache(self) -> "KVCache":
+        if self.options.batch_sessions > 0:
+            from .llama_batch import BatchedCache, SequencePool
+
+            with self._lock:
+                if self._pool is None:
+                    self._pool = SequencePool(self, self.options.batch_sessions, self.options.batch_window_s)
+            return BatchedCache(self, pool=self._pool)
         return KVCache(self)
 
 
@@ -196,6 +207,10 @@ class KVCache:
     def logits(self) -> list[float]:
         return list(self._ctx.get_logits_ith(-1))
 
+    def _next(self) -> int:
+        """The greedy token after the cache's last one."""
+        return self._sampler.sample(self._ctx, -1)
+
     def generate(self, max_tokens: int, stop: Callable[[int], bool]) -> Generation:
         """Greedy decoding from the current cache; generated tokens stay in the cache.
 
@@ -204,7 +219,7 @@ class KVCache:
         """
         out: list[int] = []
         while len(out) < max_tokens and len(self.tokens) < self.n_ctx:
-            token = self._sampler.sample(self._ctx, -1)
+            token = self._next()
             if self.model.is_end(token) or stop(token):
                 return Generation(out, stopped=True)
             out.append(token)

@@ -44,6 +44,10 @@ class LlmConfig:
     retry_copies: bool = True  # a sentence start that repeats the source: retry another first token
     hold_copies: bool = True  # a copy the retry kept (or too short to judge) is never committed early
     device: str = "cpu"  # "cpu", "cuda" (every layer offloaded by llama.cpp) or "auto" (speech.devices)
+    # Opt-in batching across sessions (translate/llama_batch.py): > 0 puts up to this many streams
+    # in one llama context and gathers their decodes; outputs can then depend on the batch.
+    batch_sessions: int = 0
+    batch_window_s: float = 0.02  # the longest a decode waits for the other streams' decodes
 
 
 class LlmTranslator:
@@ -256,7 +260,8 @@ def load_llm(config: LlmConfig, registry) -> LlmTranslator:  # noqa: ANN001 - sp
     from speech.devices import llm_gpu_layers
 
     options = LlamaOptions(n_ctx=config.n_ctx, threads=registry.threads("llama", config.threads),
-                           n_gpu_layers=llm_gpu_layers(config.device))
+                           n_gpu_layers=llm_gpu_layers(config.device), batch_sessions=config.batch_sessions,
+                           batch_window_s=config.batch_window_s)
     model = registry.shared(("llama", str(path), options), lambda: LlamaModel(path, options))
     return LlmTranslator(config, model)
 
