@@ -8,8 +8,9 @@ Stream k of N translates the sentences k, k+N, k+2N... (`--sentences` each), one
 across them (context sentences carry over, as in a session). Per N, off then on: wall seconds,
 throughput (source words per wall second), CPU seconds per sentence (every thread of the process:
 moves less with other processes' load), update time p50/p90 (an update's wall time, which on
-includes the wait for the batch), how many sentences' outputs differ from the unbatched ones, and
-the decodes' batch sizes.
+includes the wait for the batch), how many sentences' outputs differ from the unbatched ones (and
+their word error rate against them), corpus chrF of each against the FLORES German references, and
+the decodes' batch sizes. Run each size alone where a run would pass a few minutes.
 """
 
 from __future__ import annotations
@@ -74,11 +75,13 @@ def main() -> int:
     args = parser.parse_args()
 
     from speech.backends import default_registry
+    from speech.eval.quality import corpus_scores, word_errors
     from speech.stats import percentile
 
     if not FLORES.exists():
         raise SystemExit(f"{FLORES} not found: the shared data (../shared/data) is needed")
-    lines = [x for x in FLORES.read_text(encoding="utf-8").splitlines() if x.strip()]
+    lines = FLORES.read_text(encoding="utf-8").splitlines()
+    refs = (FLORES.parent / "deu.devtest").read_text(encoding="utf-8").splitlines()
     registry = default_registry()
     sizes = [int(x) for x in args.sizes.split(",")]
     rows = []
@@ -108,6 +111,10 @@ def main() -> int:
         row["throughput_gain"] = round(row["off_wall_s"] / row["on_wall_s"], 3)
         row["cpu_gain"] = round(row["off_cpu_s_per_sentence"] / row["on_cpu_s_per_sentence"], 3)
         row["outputs_differing"] = sum(a != b for a, b in zip(off, on))
+        references = [refs[k + n * i] for k in range(n) for i in range(args.sentences)]
+        row["chrf_off"] = round(corpus_scores(off, references)["chrf"], 1)
+        row["chrf_on"] = round(corpus_scores(on, references)["chrf"], 1)
+        row["wer_on_vs_off"] = round(word_errors(" ".join(off), " ".join(on)).wer or 0.0, 4)
         row["differences"] = [{"off": a, "on": b} for a, b in zip(off, on) if a != b]
         rows.append(row)
         print(f"{n} streams: off {row['off_wall_s']} s ({row['off_words_per_s']} words/s, "
@@ -115,7 +122,7 @@ def main() -> int:
               f"{row['off_update_ms_p90']} ms); on {row['on_wall_s']} s ({row['on_words_per_s']} words/s, "
               f"{row['on_cpu_s_per_sentence']} CPU s/sentence, update p50/p90 {row['on_update_ms_p50']}/"
               f"{row['on_update_ms_p90']} ms); gain {row['throughput_gain']}x wall, {row['cpu_gain']}x CPU; "
-              f"outputs differing {row['outputs_differing']}/{row['sentences']}; batch sizes {row['on_batch_sizes']}",
+              f"outputs differing {row['outputs_differing']}/{row['sentences']} (WER on vs off {row['wer_on_vs_off']}, chrF off {row['chrf_off']} on {row['chrf_on']}); batch sizes {row['on_batch_sizes']}",
               flush=True)
     report = {"model": "gemma-270m", "pair": "en-de", "threads": args.threads, "window_s": args.window, "rows": rows}
     args.out.parent.mkdir(parents=True, exist_ok=True)

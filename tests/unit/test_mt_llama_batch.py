@@ -256,3 +256,15 @@ def test_a_decode_waits_at_most_the_window_for_a_busy_stream():
     start = time.monotonic()
     a.sync([5, 6, 7, 8])
     assert time.monotonic() - start < 0.2
+
+
+def test_the_option_reaches_the_translator_through_mt_options():
+    """`--extra 'mt_options={"batch_sessions": 4}'` gives the LLM translators the option."""
+    from speech.backends import default_registry
+    from speech.pipeline import PipelineConfig
+
+    registry = default_registry()
+    config = PipelineConfig(mt_backend="gemma-270m", extra={"mt_options": {"batch_sessions": 4}})
+    assert config.mt_options.engine == {"batch_sessions": 4}
+    for engine in ("gemma-270m", "gguf"):
+        assert {"batch_sessions", "batch_window_s"} <= set(registry.option_names("translator", engine))
