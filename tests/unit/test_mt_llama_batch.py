@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from speech.translate.llama import CacheError, ContextOverflow, LlamaOptions
+from speech.translate.llama import CacheError, ContextOverflow, LlamaModel, LlamaOptions
 from speech.translate.llama_batch import BatchedCache
 from speech.translate.llm import LlmConfig, LlmStream
 from speech.translate.prompt import FewShotLayout
@@ -111,7 +111,7 @@ class BatchModel(StableModel):
         self._pool = None
         self._lock = threading.Lock()
 
-    new_cache = __import__("speech.translate.llama", fromlist=["LlamaModel"]).LlamaModel.new_cache
+    new_cache = LlamaModel.new_cache  # the real choice between KVCache and BatchedCache
 
 
 @pytest.fixture(autouse=True)
