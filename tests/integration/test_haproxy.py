@@ -68,14 +68,24 @@ def test_listener_session_prefix_routes_to_its_replica(cluster):
         assert replica_for(lb, f"{replica}-abc123") == replica
 
 
-def settle(replicas):
+def settle(replicas, lb):
     """Every replica has a free slot again, and HAProxy's health checks (every 0.5 s) have seen it:
-    while all replicas are marked full, HAProxy itself answers 503."""
+    HAProxy sends requests to every replica again (leastconn takes turns among idle servers)."""
     for _ in range(1200):  # up to a minute: a loaded machine flushes the last test's sessions slowly
         if all(http_get(f"http://127.0.0.1:{r.port}/healthz")[0] == 200 for r in replicas):
             break
         time.sleep(0.05)
-    time.sleep(2.0)
+    names = {r.replica_id for r in replicas}
+    seen: set = set()
+    for _ in range(600):  # up to a minute for a replica marked down on a slow check to come back
+        headers = {}
+        status, _ = http_get(f"http://127.0.0.1:{lb.port}/healthz", headers=headers)
+        if status == 200:
+            seen.add(headers.get("x-replica"))
+        if names <= seen:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"HAProxy routes only to {seen} of {names}")
 
 
 async def _wait_active(replicas, n, timeout=30.0):
@@ -89,7 +99,7 @@ async def _wait_active(replicas, n, timeout=30.0):
 
 def test_four_speakers_two_per_replica_and_a_fifth_is_refused(cluster):
     lb, replicas = cluster
-    settle(replicas)
+    settle(replicas, lb)
     before = [r.metrics()["sessions"]["total"] for r in replicas]
 
     async def main():
@@ -130,7 +140,7 @@ def test_four_speakers_two_per_replica_and_a_fifth_is_refused(cluster):
 
 def test_three_speakers_served_through_the_balancer(cluster):
     lb, replicas = cluster
-    settle(replicas)
+    settle(replicas, lb)
 
     async def main():
         return await asyncio.gather(*(stream_audio(lb.url, tone(2.0), 16000, "en", "es", speed=1.0)
@@ -157,7 +167,7 @@ def test_listeners_reach_the_replica_holding_their_session(cluster):
     lb, replicas = cluster
     if not asyncio.run(_listener_endpoint_exists(replicas[0])):
         pytest.skip("the listener endpoint (/ws/listen) is not in this build")
-    settle(replicas)
+    settle(replicas, lb)
 
     async def listen(query, into):
         async with connect(f"{lb.url}/listen?{query}") as ws:
@@ -167,10 +177,11 @@ def test_listeners_reach_the_replica_holding_their_session(cluster):
                     if into[-1]["type"] in ("done", "error"):
                         return
 
-    async def speaker_with_listeners():
+    async def speaker_with_listeners(placed: asyncio.Event):
         async with connect(lb.url) as ws:
             await ws.send(json.dumps({"type": "hello", "source": "en", "target": "es", "sample_rate": 16000}))
             ready = json.loads(await ws.recv())
+            placed.set()
             session_id = ready["session"]
             assert session_id.split("-")[0] in ("r1", "r2"), ready
             # the listener URL names the replica itself; through the balancer, keep its query only
@@ -189,7 +200,12 @@ def test_listeners_reach_the_replica_holding_their_session(cluster):
             return session_id, heard
 
     async def main():
-        return await asyncio.gather(speaker_with_listeners(), speaker_with_listeners())
+        # The second speaker arrives once the first holds its replica: leastconn then picks the other.
+        first_placed, second_placed = asyncio.Event(), asyncio.Event()
+        first = asyncio.create_task(speaker_with_listeners(first_placed))
+        await asyncio.wait_for(first_placed.wait(), 30)
+        second = asyncio.create_task(speaker_with_listeners(second_placed))
+        return await asyncio.gather(first, second)
 
     results = asyncio.run(asyncio.wait_for(main(), 180))
     assert {sid.split("-")[0] for sid, _ in results} == {"r1", "r2"}
