@@ -75,6 +75,8 @@ class Bench:
         killed: list[int] = []
         attack = (asyncio.create_task(kill_apertium(self.server.ps, under_way, fault, killed))
                   if fault.startswith("kill") else None)
+        if attack is not None:  # the killer scans every process: it stops with its victim's session
+            faulty.add_done_callback(lambda _: attack.cancel())
         try:
             await self.healthy(lags)
             result = await faulty
@@ -100,7 +102,7 @@ async def kill_apertium(server: psutil.Process, under_way: asyncio.Event, fault:
         else:
             for p in victims:
                 _kill(p.pid, killed)
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.02)
 
 
 def _is_es_pt(p: psutil.Process) -> bool:
@@ -143,12 +145,16 @@ def summarise(rounds: list[dict[str, dict]], cases: list[str]) -> list[dict]:
     """One row per case: medians over rounds; the ratio is taken within each round first."""
     rows = []
     pooled_alone = percentile([x for r in rounds for x in r["alone"]["lags"]], 90)
+    # A fault's own effect: against `peer`, the same second session without a fault (the control).
+    pooled_peer = percentile([x for r in rounds for x in r["peer"]["lags"]], 90) if "peer" in cases else None
     for name in cases:
         runs = [r[name] for r in rounds]
         p90s = [x["translation_lag_p90"] for x in runs if x["translation_lag_p90"] is not None]
         ratios = [r[name]["translation_lag_p90"] / r["alone"]["translation_lag_p90"] for r in rounds
                   if r[name]["translation_lag_p90"] and r["alone"]["translation_lag_p90"]]
         pooled = percentile([x for r in runs for x in r["lags"]], 90)
+        to_peer = [r[name]["translation_lag_p90"] / r["peer"]["translation_lag_p90"] for r in rounds
+                   if "peer" in r and r[name]["translation_lag_p90"] and r["peer"]["translation_lag_p90"]]
         rows.append({
             "fault": name,
             "translation_lag_p90_pooled": round(pooled, 3) if pooled is not None else None,
@@ -158,6 +164,8 @@ def summarise(rounds: list[dict[str, dict]], cases: list[str]) -> list[dict]:
             "translation_lag_p90_rounds": [x["translation_lag_p90"] for x in runs],
             "ratio_to_alone": round(median(ratios), 3) if ratios else None,
             "ratio_rounds": [round(x, 3) for x in ratios],
+            "ratio_to_peer": round(median(to_peer), 3) if to_peer else None,
+            "pooled_ratio_to_peer": round(pooled / pooled_peer, 3) if pooled and pooled_peer else None,
             "healthy_errors": sorted({e for x in runs for e in x["errors"]}),
             "healthz": sorted({x["healthz"] for x in runs}),
             "faulty_ended": sorted({x.get("faulty_ended", "-").split(":")[0] for x in runs}),
@@ -210,11 +218,13 @@ def main() -> int:
         print(json.dumps(report, indent=1))
         return 0
     print("| fault | healthy MT lag p90 (s), median of rounds | ratio to alone, median of rounds | "
-          "p90 pooled over rounds | pooled ratio | healthy errors | /healthz | faulty session ended |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+          "p90 pooled over rounds | pooled ratio to alone | ratio to peer (median / pooled) | healthy errors | "
+          "/healthz | faulty session ended |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for c in report["cases"]:
         print(f"| {c['fault']} | {c['translation_lag_p90']} | {c['ratio_to_alone']} | "
-              f"{c['translation_lag_p90_pooled']} | {c['pooled_ratio_to_alone']} | {len(c['healthy_errors'])} | "
+              f"{c['translation_lag_p90_pooled']} | {c['pooled_ratio_to_alone']} | "
+              f"{c['ratio_to_peer']} / {c['pooled_ratio_to_peer']} | {len(c['healthy_errors'])} | "
               f"{','.join(map(str, c['healthz']))} | {c['faulty_message'] or '-'} |")
     print(f"load average before {report['load_average_before']}, after {report['load_average_after']}")
     return 0

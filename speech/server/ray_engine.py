@@ -10,7 +10,8 @@ client sees the same endpoints (/ws, /, /ws/listen, /healthz, /metrics, the page
 Autoscaling follows live connections (Ray counts an open websocket as an ongoing request): a
 replica is added when replicas average more than --max-sessions, and one is removed only after a
 long quiet period; a replica being removed first drains (it takes no new connection and waits up
-to DRAIN_S for its open sessions to end).
+to DRAIN_S for its open sessions to end). On SIGTERM every replica first flushes its open
+sessions, as `speech serve` does (`flush_replicas`), so the shutdown does not wait for them.
 
 Ray is imported only here, and only when `--engine ray` is chosen (the optional extra `ray`).
 """
@@ -163,11 +164,20 @@ def build_app(args: argparse.Namespace, max_replicas: int = 1) -> Any:
     class SpeechReplica:
         async def __init__(self, options: argparse.Namespace) -> None:
             self.server = await start_inner_server(options)
+            self.flushed: "asyncio.Future | None" = None  # the shutdown of the inner server, once begun
             self.base = f"ws://127.0.0.1:{self.server.port}"
 
         async def check_health(self) -> None:
-            if self.server._server is None or not self.server._server.is_serving():
+            if self.flushed is None and (self.server._server is None or not self.server._server.is_serving()):
                 raise RuntimeError("the replica's speech server stopped")
+
+        async def flush_sessions(self) -> int:
+            """Flush every open session as `speech serve` does on SIGTERM (each says `done`, reason
+            shutdown), once; returns this replica's process id (the caller counts replicas)."""
+            if self.flushed is None:
+                self.flushed = asyncio.ensure_future(self.server.shutdown())
+            await asyncio.shield(self.flushed)
+            return os.getpid()
 
         async def _websocket(self, websocket: WebSocket) -> None:
             if not origin_allowed(websocket.headers, allowed):
@@ -229,6 +239,29 @@ def deploy(args: argparse.Namespace, host: str, port: int, max_replicas: int = 1
     serve.run(build_app(args, max_replicas), name="speech", route_prefix="/", blocking=False)
 
 
+def flush_replicas(timeout_s: float = 60.0) -> int:
+    """Every running replica of the app flushes its open sessions (SIGTERM's meaning for
+    `speech serve`); returns how many replicas did. Without it, Serve's shutdown would wait up to
+    DRAIN_S for the sessions to end by themselves.
+
+    Serve routes a handle call to one replica of its choice, so the calls go out in rounds until
+    every running replica has answered (each answers with its process id)."""
+    from ray import serve
+
+    status = serve.status().applications.get("speech")
+    running = status.deployments["speech"].replica_states.get("RUNNING", 0) if status else 0
+    if not running:
+        return 0
+    handle = serve.get_deployment_handle("speech", app_name="speech")
+    seen: set[int] = set()
+    deadline = time.monotonic() + timeout_s
+    while len(seen) < running and time.monotonic() < deadline:
+        calls = [handle.flush_sessions.remote() for _ in range(2 * running)]
+        for call in calls:
+            seen.add(call.result(timeout_s=max(1.0, deadline - time.monotonic())))
+    return len(seen)
+
+
 def serve_ray(args: argparse.Namespace, warm: "tuple[str, str] | None") -> int:
     """`speech serve --engine ray`: a local Ray cluster (or $RAY_ADDRESS's), Serve on --host:--port."""
     require_ray()
@@ -254,7 +287,8 @@ def serve_ray(args: argparse.Namespace, warm: "tuple[str, str] | None") -> int:
             await stop.wait()
 
         asyncio.run(wait())
-        print("speech serve: shutting down Ray Serve ...", file=sys.stderr, flush=True)
+        print("speech serve: flushing open sessions, then shutting down Ray Serve ...", file=sys.stderr, flush=True)
+        flush_replicas()
         serve.shutdown()
     finally:
         ray.shutdown()

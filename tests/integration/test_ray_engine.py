@@ -157,3 +157,46 @@ def test_listener_hears_the_speaker_through_ray_serve(ray_serve):
     words = [w for e in heard if e["type"] == "translation" for w in e["committed"]]
     assert words == [f"W{i}" for i in range(4)]
     assert heard[-1]["type"] == "done"
+
+
+def test_flush_replicas_ends_live_sessions_with_their_words(ray_serve):
+    """SIGTERM's path (`flush_replicas`, then Serve's shutdown): two live sessions each end with
+    `done` (reason shutdown) and every word committed before it. Runs last: the replica's server
+    is shut down afterwards."""
+    import json
+    import threading
+
+    from speech.server.ray_engine import flush_replicas
+
+    url = f"ws://127.0.0.1:{ray_serve}/ws"
+    flushed = []
+
+    async def speaker():
+        async with connect(url) as ws:
+            await ws.send(json.dumps({"type": "hello", "source": "en", "target": "es", "sample_rate": 16000}))
+            events = [json.loads(await ws.recv())]
+            pcm = (tone(2.0) * 32767).astype("<i2").tobytes()
+            for i in range(0, len(pcm), 3200):  # 2 s of speech, then the speaker stays: no `end`
+                await ws.send(pcm[i:i + 3200])
+                await asyncio.sleep(0.1)
+            async for message in ws:
+                if isinstance(message, str):
+                    events.append(json.loads(message))
+            return events
+
+    async def main():
+        speakers = [asyncio.create_task(speaker()) for _ in range(2)]
+        await asyncio.sleep(4.0)
+        assert not any(s.done() for s in speakers)  # both live, waiting for more speech
+        flusher = threading.Thread(target=lambda: flushed.append(flush_replicas(timeout_s=30)))
+        flusher.start()
+        results = await asyncio.wait_for(asyncio.gather(*speakers), 40)
+        await asyncio.to_thread(flusher.join, 40)
+        return results
+
+    results = asyncio.run(asyncio.wait_for(main(), 60))
+    assert flushed == [1]
+    for events in results:
+        assert events[-1]["type"] == "done" and events[-1]["reason"] == "shutdown", events[-3:]
+        words = [w for e in events if e["type"] == "translation" for w in e["committed"]]
+        assert words == [f"W{i}" for i in range(4)]
