@@ -2,8 +2,12 @@
 `TUNED_VOICES`, `tts.respell`), judged by the project's recogniser on FLORES-101 lines used to tune
 them: each keeps a round-trip floor, and the Italian and Catalan voices as eSpeak ships them, at
 the other eSpeak voices' pace (135 words a minute, 30 ms between words), are heard clearly worse
-(docs/synthesis.md, "Voice tunings"). Galician's tuning gains less than the judge's noise on 8
-lines: its floor only."""
+(docs/synthesis.md, "Voice tunings"). Galician's tuning gains less than the judge's noise: its
+floor only.
+
+eSpeak NG's output is not the same from one call to the next (its pitch flutter and glottal phase
+run on across utterances), and the judge hears the difference: on 8 lines the tuned Italian voice
+scored 36-46 % depending on what was spoken before it, on 20 lines 30-31 %. Hence 20 lines."""
 
 from __future__ import annotations
 
@@ -25,13 +29,14 @@ from speech.tts.roundtrip import roundtrip  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-LINES = 8  # whole sentences, from the first line the voices were tuned on
+LINES = 20  # whole sentences, from the first line the voices were tuned on
 # language: (the voice as shipped, the most the tuned voice may miss, how much worse the shipped
-# one is at least). Measured: it 35.8 % tuned, 47.5 % shipped; ca 42.7 / 76.0 %; gl 51.9 / 51.3 %.
+# one is at least). Measured over 3-4 draws each, with other voices spoken in between: it 29.6-31.1 %
+# tuned, 36.0-38.7 % shipped; ca 40.4-41.5 / 69.7-73.1 %; gl 48.1-49.2 %.
 CASES = {
-    "it": ("espeak:it", 0.42, 0.05),
-    "ca": ("espeak:ca", 0.50, 0.15),
-    "gl": ("espeak:es", 0.60, None),
+    "it": ("espeak:it", 0.38, 0.03),
+    "ca": ("espeak:ca", 0.48, 0.15),
+    "gl": ("espeak:es", 0.55, None),
 }
 
 
