@@ -9,9 +9,11 @@ a queue: the first audio is available as soon as eSpeak produced it.
 
 from __future__ import annotations
 
+import bisect
 import ctypes
 import functools
 import queue
+import re
 import threading
 from dataclasses import dataclass
 from typing import Callable, Iterator
@@ -102,7 +104,21 @@ class _Voice(ctypes.Structure):
     ]
 
 
-_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.c_void_p)
+class _Event(ctypes.Structure):  # espeak_EVENT
+    _fields_ = [
+        ("type", ctypes.c_int),
+        ("unique_identifier", ctypes.c_uint),
+        ("text_position", ctypes.c_int),  # 1-based, in characters of the UTF-8 text
+        ("length", ctypes.c_int),
+        ("audio_position", ctypes.c_int),  # ms
+        ("sample", ctypes.c_int),  # samples from the start of the synthesis
+        ("user_data", ctypes.c_void_p),
+        ("id", ctypes.c_void_p),
+    ]
+
+
+_EVENT_LIST_TERMINATED, _EVENT_WORD = 0, 1
+_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.POINTER(_Event))
 
 
 class EspeakEngine:
@@ -133,6 +149,7 @@ class EspeakEngine:
         self._lib = lib
         self._lock = threading.Lock()
         self._consumer: Callable[[np.ndarray], bool] | None = None
+        self._on_word: Callable[[int, int], None] | None = None
         self._callback = _CALLBACK(self._on_audio)  # keep a reference: C holds the pointer
         lib.espeak_SetSynthCallback(self._callback)
         self._identifiers: dict[str, str] = {}  # voice name -> its file under the data folder ("roa/pt-BR")
@@ -175,15 +192,25 @@ class EspeakEngine:
         raise UserError(f"eSpeak NG has no {what}; available: {known}, or a voice file's path")
 
     def _on_audio(self, wav, n: int, events) -> int:
+        # the events describe this buffer's words: handed on before the buffer itself
+        if events and self._on_word is not None:
+            i = 0
+            while (event := events[i]).type != _EVENT_LIST_TERMINATED:
+                if event.type == _EVENT_WORD:
+                    self._on_word(event.text_position - 1, event.sample)
+                i += 1
         if n > 0 and wav and self._consumer is not None:
             stop = self._consumer(np.ctypeslib.as_array(wav, shape=(n,)).astype(np.float32) / 32768.0)
             return 1 if stop else 0
         return 0
 
     def synth(self, text: str, voice: str, words_per_minute: int, consumer: Callable[[np.ndarray], bool],
-              pitch: int = 50, pitch_range: int = 50, word_gap: int = 0, volume: int = 100) -> None:
-        """Synthesise `text`; `consumer(samples)` gets each buffer and returns True to stop early.
-        Every parameter is set on every call: the library's state is shared by all sessions."""
+              pitch: int = 50, pitch_range: int = 50, word_gap: int = 0, volume: int = 100,
+              on_word: Callable[[int, int], None] | None = None) -> None:
+        """Synthesise `text`; `consumer(samples)` gets each buffer and returns True to stop early;
+        `on_word(character, sample)`, where given, each word's start (its first character's index
+        in `text`, the sample where eSpeak begins it). Every parameter is set on every call: the
+        library's state is shared by all sessions."""
         data = text.encode("utf-8")
         with self._lock:
             load = self._lib.espeak_SetVoiceByFile if is_voice_file(voice) else self._lib.espeak_SetVoiceByName
@@ -192,11 +219,11 @@ class EspeakEngine:
             for param, value in ((_RATE, words_per_minute), (_VOLUME, volume), (_PITCH, pitch), (_RANGE, pitch_range),
                                  (_WORDGAP, word_gap)):
                 self._lib.espeak_SetParameter(param, int(value), 0)
-            self._consumer = consumer
+            self._consumer, self._on_word = consumer, on_word
             try:
                 err = self._lib.espeak_Synth(data, len(data) + 1, 0, _POS_CHARACTER, 0, _CHARS_UTF8, None, None)
             finally:
-                self._consumer = None
+                self._consumer = self._on_word = None
         if err != 0:
             raise RuntimeError(f"eSpeak NG synthesis failed (error {err}) on {text[:40]!r}")
 
@@ -286,14 +313,24 @@ class EspeakSynthesizer:
         buffers: queue.SimpleQueue = queue.SimpleQueue()
         stop = threading.Event()
         done = object()
+        word_of = _word_index(spoken, text)
+        marks: list[tuple[int, int]] = []  # (word of `text`, sample) since the last buffer
 
         def produce() -> None:
+            def consume(samples: np.ndarray) -> bool:
+                buffers.put((samples, tuple(marks)))
+                marks.clear()
+                return stop.is_set()
+
+            def on_word(character: int, sample: int) -> None:
+                if word_of is not None:
+                    marks.append((word_of(character), sample))
+
             try:
                 self._engine.synth(
-                    spoken, self.voice, words_per_minute,
-                    lambda samples: buffers.put(samples) or stop.is_set(),
+                    spoken, self.voice, words_per_minute, consume,
                     pitch=self.config.pitch, pitch_range=self.config.pitch_range, word_gap=word_gap,
-                    volume=self._volume,
+                    volume=self._volume, on_word=on_word,
                 )
             except BaseException as e:  # noqa: BLE001 - handed to the consumer
                 buffers.put(e)
@@ -304,22 +341,39 @@ class EspeakSynthesizer:
         worker.start()
         seq = 0
         offset = 0
+        marked: set[int] = set()
         history = np.zeros(len(self._fir) - 1 if self._fir is not None else 0, np.float32)
         try:
             while (item := buffers.get()) is not done:
                 if isinstance(item, BaseException):
                     raise item
-                samples = item * np.float32(self.config.gain)
+                samples, buffer_marks = item
+                samples = samples * np.float32(self.config.gain)
                 if self._fir is not None:  # filtered buffer by buffer: the same as the whole piece at once
                     buf = np.concatenate([history, samples])
                     history = buf[len(samples):]
                     samples = np.convolve(buf, self._fir, mode="valid").astype(np.float32) * np.float32(self.config.treble_level)
-                yield AudioChunk(samples, self.sample_rate, start=offset / self.sample_rate, seq=seq, text=text)
+                word_marks = []
+                for w, sample in buffer_marks:  # a word eSpeak splits ("23") keeps its first start
+                    if w not in marked:
+                        marked.add(w)
+                        word_marks.append((w, sample / self.sample_rate))
+                yield AudioChunk(samples, self.sample_rate, start=offset / self.sample_rate, seq=seq, text=text,
+                                 word_marks=tuple(word_marks))
                 seq += 1
                 offset += len(samples)
         finally:
             stop.set()
             worker.join()
+
+
+def _word_index(spoken: str, text: str) -> Callable[[int], int] | None:
+    """Maps a character of `spoken` to the index of its word, which is also the index of a word
+    of `text` when the respelling kept the words one for one; else None (no word timing)."""
+    starts = [m.start() for m in re.finditer(r"\S+", spoken)]
+    if len(starts) != len(text.split()):
+        return None
+    return lambda character: max(0, bisect.bisect_right(starts, character) - 1)
 
 
 def create(config: EspeakConfig, registry) -> EspeakSynthesizer:

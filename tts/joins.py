@@ -52,15 +52,21 @@ def _db(x: float) -> float:
 
 def trim_padding(samples: np.ndarray, rate: int, config: JoinConfig = JoinConfig()) -> np.ndarray:
     """Cut leading/trailing silence down to the configured pauses; all-silent input gives empty."""
+    start, end = padding_bounds(samples, rate, config)
+    return samples[start:end]
+
+
+def padding_bounds(samples: np.ndarray, rate: int, config: JoinConfig = JoinConfig()) -> tuple[int, int]:
+    """The samples `trim_padding` keeps, as [start, end); (0, 0) for all-silent input."""
     frame = max(1, int(rate * FRAME_S))
     db = _frame_db(samples, frame)
     voiced = np.nonzero(db > config.silence_db)[0]
     if len(voiced) == 0:
-        return samples[:0]
+        return 0, 0
     voiced = _without_faint_tail(voiced, db, config)
     start = max(0, voiced[0] * frame - int(rate * config.keep_lead_ms / 1000))
     end = min(len(samples), (voiced[-1] + 1) * frame + int(rate * config.keep_tail_ms / 1000))
-    return samples[start:end]
+    return start, end
 
 
 def _without_faint_tail(voiced: np.ndarray, db: np.ndarray, config: JoinConfig) -> np.ndarray:

@@ -43,9 +43,38 @@ class ListenerSchedule:
         return start / rate
 
 
+def timed_offsets(words: list[str], duration: float, known: dict[int, float]) -> list[float]:
+    """Where each word starts inside a chunk of `duration` seconds: the synthesiser's own timing
+    where it gave one (`known`: word index -> seconds); a run of untimed words shares by characters
+    the stretch from the word before it to the next timed word (all untimed: `word_offsets`)."""
+    if not known:
+        return word_offsets(words, duration)
+    n = len(words)
+    marks = {i: min(max(t, 0.0), duration) for i, t in known.items() if 0 <= i < n}
+    out = [0.0] * n
+    i = 0
+    while i < n:
+        if i in marks:
+            out[i] = marks[i]
+            i += 1
+            continue
+        j = i
+        while j < n and j not in marks:
+            j += 1
+        low = out[i - 1] if i > 0 else 0.0
+        span = max(0.0, (marks[j] if j < n else duration) - low)
+        # the word before the run (when there is one) takes its own share of the stretch first
+        shares = word_offsets(words[i - 1 : j], span)[1:] if i > 0 else word_offsets(words[i:j], span)
+        out[i:j] = [low + o for o in shares]
+        i = j
+    for k in range(1, n):  # never before the word ahead of it
+        out[k] = max(out[k], out[k - 1])
+    return out
+
+
 def word_offsets(words: list[str], duration: float) -> list[float]:
     """Where each word starts inside a chunk of `duration` seconds, by its share of the characters
-    (a word and the space after it): the synthesisers here give no word timing of their own."""
+    (a word and the space after it): for synthesisers that give no word timing of their own."""
     weights = [len(w) + 1 for w in words]
     total = sum(weights)
     if not total:

@@ -211,12 +211,17 @@ def _drop_repeated_clauses(words: list[Word], heard: set[str], budget: int) -> t
 def shorten_pauses(samples: np.ndarray, rate: int, pause_ms: float, silence_db: float = -50.0) -> np.ndarray:
     """Cut every silence inside `samples` longer than `pause_ms` down to `pause_ms` (the middle of
     the silence goes, its edges stay: the decay and the onset around it are kept)."""
+    return cut(samples, pause_cuts(samples, rate, pause_ms, silence_db))
+
+
+def pause_cuts(samples: np.ndarray, rate: int, pause_ms: float, silence_db: float = -50.0) -> list[tuple[int, int]]:
+    """The [start, end) sample ranges `shorten_pauses` removes, in order."""
     frame = max(1, int(rate * FRAME_S))
     db = _frame_db(samples, frame)
     silent = db <= silence_db
     keep_frames = int(round(pause_ms / 1000 / FRAME_S))
     if len(silent) < 3 or keep_frames <= 0:
-        return samples
+        return []
     cuts: list[tuple[int, int]] = []
     i = 0
     while i < len(silent):
@@ -231,6 +236,11 @@ def shorten_pauses(samples: np.ndarray, rate: int, pause_ms: float, silence_db: 
             half = keep_frames // 2
             cuts.append(((i + half) * frame, (j - (keep_frames - half)) * frame))
         i = j
+    return cuts
+
+
+def cut(samples: np.ndarray, cuts: list[tuple[int, int]]) -> np.ndarray:
+    """`samples` without the ranges `cuts` (ordered, disjoint)."""
     if not cuts:
         return samples
     parts, pos = [], 0
@@ -239,6 +249,16 @@ def shorten_pauses(samples: np.ndarray, rate: int, pause_ms: float, silence_db: 
         pos = b
     parts.append(samples[pos:])
     return np.concatenate(parts)
+
+
+def after_cuts(position: int, cuts: list[tuple[int, int]]) -> int:
+    """Where sample `position` lands once `cuts` are removed (inside a cut: where the cut was)."""
+    removed = 0
+    for a, b in cuts:
+        if position <= a:
+            break
+        removed += min(position, b) - a
+    return position - removed
 
 
 def add_pace_arguments(parser) -> None:  # noqa: ANN001 - argparse.ArgumentParser

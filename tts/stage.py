@@ -29,9 +29,9 @@ from speech.types import AudioChunk, TextUpdate
 from speech.types import Word
 
 from .chunker import ChunkerConfig, SpeechPiece, TextChunker
-from .joins import JoinConfig, prepare_chunk
-from .listener import ListenerSchedule, word_offsets
-from .pace import PaceConfig, PaceController, PaceDecision, shorten_pauses
+from .joins import JoinConfig, padding_bounds, prepare_chunk
+from .listener import ListenerSchedule, timed_offsets
+from .pace import PaceConfig, PaceController, PaceDecision, after_cuts, cut, pause_cuts
 from .text import clean_text
 from .timescale import synthesize_at
 
@@ -93,6 +93,7 @@ class TtsStage:
         t0 = time.perf_counter()
         stream = synthesize_at(self.synthesizer, text, decision.speed)
         buffers: list[np.ndarray] = []
+        marks: dict[int, float] = {}  # word of `text` -> seconds into its synthesis (eSpeak's word events)
         first: float | None = None
         while (chunk := await model_call(next, stream, None, timeout_s=self.call_timeout_s,
                                          what=f"synthesising {text[:40]!r}")) is not None:
@@ -102,12 +103,19 @@ class TtsStage:
                 timer.begin(first)
             buffers.append(chunk.samples)
             rate = chunk.sample_rate
+            for w, t in chunk.word_marks:
+                marks.setdefault(w, t)
         timer.end()
         totals["compute_s"] += time.perf_counter() - t0
         samples = np.concatenate(buffers) if buffers else np.zeros(0, np.float32)
-        if decision.shorten_pauses and len(samples):
-            samples = shorten_pauses(samples, rate, self.pace.pause_ms, self.joins.silence_db)
+        cuts = pause_cuts(samples, rate, self.pace.pause_ms, self.joins.silence_db) if decision.shorten_pauses else []
+        samples = cut(samples, cuts)
+        lead = padding_bounds(samples, rate, self.joins)[0] if len(samples) else 0
         samples = prepare_chunk(samples, rate, self.joins) if len(samples) else samples
+        # the word marks follow the audio through the cut pauses and the trimmed lead
+        if len(text.split()) != len(words):
+            marks = {}  # cleaning changed the words: their indices no longer match
+        offsets = {w: (after_cuts(round(t * rate), cuts) - lead) / rate for w, t in marks.items()}
         if first is None or len(samples) == 0:
             totals["skipped"] += 1
             self.log.write("tts_skip", stage=self.name, text=text, reason="silent synthesis")
@@ -127,7 +135,7 @@ class TtsStage:
             reason=piece.reason,
             words=len(words),
             play_start=round(play_start, 4),
-            word_times=word_times(words, piece, out.duration),
+            word_times=word_times(words, piece, out.duration, offsets),
             speed=decision.speed,
             pace_lag_s=round(decision.lag_s, 3),
             backlog_s=round(decision.backlog_s, 3),
@@ -152,12 +160,14 @@ def voice_limited(pace: PaceConfig, synthesizer: Any) -> PaceConfig:
     return pace.for_voice(getattr(synthesizer, "max_speed", None))
 
 
-def word_times(words: list[Word], piece: SpeechPiece, duration: float) -> list[list]:
-    """Per spoken word: [text, when its source was spoken (None: unknown), offset in the chunk]."""
+def word_times(words: list[Word], piece: SpeechPiece, duration: float, timed: dict[int, float] | None = None) -> list[list]:
+    """Per spoken word: [text, when its source was spoken (None: unknown), offset in the chunk]:
+    the synthesiser's timing where `timed` (word index -> seconds in the chunk) has it, else by
+    character share (`timed_offsets`)."""
     spoken = {id(w): t for w, t in zip(piece.words, piece.spoken_times)}
     known = [t for t in piece.spoken_times if t is not None]
     fallback = min(known) if known else None  # a word condensation rewrote (its punctuation moved)
-    offsets = word_offsets([w.text for w in words], duration)
+    offsets = timed_offsets([w.text for w in words], duration, timed or {})
     out = []
     for w, o in zip(words, offsets):
         t = spoken.get(id(w), fallback)

@@ -31,7 +31,9 @@ def _stretched(chunks: Iterator[AudioChunk], speed: float) -> Iterator[AudioChun
     if not parts:
         return
     samples = np.concatenate([c.samples for c in parts])
-    yield AudioChunk(time_stretch(samples, parts[0].sample_rate, speed), parts[0].sample_rate, text=parts[0].text)
+    marks = tuple((w, t / speed) for c in parts for w, t in c.word_marks)  # WSOLA keeps the time scale linear
+    yield AudioChunk(time_stretch(samples, parts[0].sample_rate, speed), parts[0].sample_rate, text=parts[0].text,
+                     word_marks=marks)
 
 
 def time_stretch(samples: np.ndarray, rate: int, speed: float) -> np.ndarray:

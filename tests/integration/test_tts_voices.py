@@ -218,3 +218,30 @@ def test_opus_at_24_kbit_keeps_the_round_trip_close_to_pcm16(registry, piper):
     e_pcm, _ = roundtrip(registry, pcm, pcm_rate, EN, "en")
     e_opus, heard = roundtrip(registry, opus, opus_rate, EN, "en")
     assert e_opus.wer <= e_pcm.wer + 0.07, heard  # one word of fifteen
+
+
+def test_espeak_word_timing_reaches_the_listener_timeline(registry, piper):
+    """eSpeak NG reports where each word starts; the stage carries it through the trimmed lead
+    into `word_times`: a word after a pause is placed where its sound begins (by character share
+    it is not). Piper reports none: its words go by character share."""
+    espeak = create_synthesizer(registry, "es")
+    text = "Sí, universidad. No, gracias, de nada, adiós."
+    marks = [m for c in espeak.synthesize(text) for m in c.word_marks]
+    assert [w for w, _ in marks] == list(range(len(text.split())))
+    assert [t for _, t in marks] == sorted(t for _, t in marks)
+    assert not [m for c in piper.synthesize(EN) for m in c.word_marks]
+
+    chunks, log = _stage_output(espeak, text, words_per_s=20.0)  # all ready at once: one or two pieces
+    audio = [r for r in log.records if r["kind"] == "audio"]
+    rate = espeak.sample_rate
+    checked = 0
+    for record, chunk in zip(audio, chunks):
+        times = record["word_times"]
+        for (prev, _, _), (word, _, offset) in zip(times, times[1:]):
+            if prev[-1] in ",.":  # after a pause: the offset is where the word's sound begins
+                i = int(offset * rate)
+                before = np.sqrt(np.mean(chunk.samples[max(0, i - int(0.04 * rate)):i] ** 2))
+                after = np.sqrt(np.mean(chunk.samples[i:i + int(0.1 * rate)] ** 2))
+                assert after > 4 * before, (word, offset, before, after)
+                checked += 1
+    assert checked >= 3

@@ -13,8 +13,8 @@ from speech.clock import SimulatedClock
 from speech.eval.listener import heard_words, lag_per_minute, lag_slope, listener_latency, play_starts
 from speech.events import EventLog
 from speech.tts.chunker import ChunkerConfig
-from speech.tts.listener import ListenerSchedule, word_offsets
-from speech.tts.pace import PaceConfig, PaceController, condense, shorten_pauses
+from speech.tts.listener import ListenerSchedule, timed_offsets, word_offsets
+from speech.tts.pace import PaceConfig, PaceController, after_cuts, condense, pause_cuts, shorten_pauses
 from speech.tts.stage import TtsStage
 from speech.types import AudioChunk, TextUpdate, Word
 
@@ -79,6 +79,54 @@ def test_schedule_places_each_chunk_after_the_previous_one_with_a_crossfade():
 def test_word_offsets_by_character_share():
     assert word_offsets(["ab", "c"], 1.0) == pytest.approx([0.0, 0.6])
     assert word_offsets([], 1.0) == []
+
+
+def test_timed_offsets_use_the_synthesisers_word_starts_and_share_the_rest_by_characters():
+    words = ["ab", "c", "dd", "e"]
+    assert timed_offsets(words, 4.0, {}) == word_offsets(words, 4.0)
+    assert timed_offsets(words, 4.0, {0: 0.0, 1: 1.0, 2: 2.5, 3: 3.5}) == [0.0, 1.0, 2.5, 3.5]
+    # untimed "c" and "dd" share 0..3 s with "ab" by characters (3, 2, 3 of 8)
+    assert timed_offsets(words, 4.0, {0: 0.0, 3: 3.0}) == pytest.approx([0.0, 1.125, 1.875, 3.0])
+    assert timed_offsets(words, 4.0, {2: 2.0}) == pytest.approx([0.0, 1.2, 2.0, 3.2])
+    assert timed_offsets(words, 1.0, {0: -0.2, 1: 0.5, 2: 0.4, 3: 9.0}) == [0.0, 0.5, 0.5, 1.0]  # clamped, in order
+
+
+class MarkedVoice:
+    """A voice that says each word as 0.3 s of tone after 0.4 s of silence (0.1 s lead), and
+    reports where each word starts, as eSpeak NG does."""
+
+    sample_rate = RATE
+    supports_speed = True
+
+    def synthesize(self, text: str, speed: float = 1.0):
+        tone = (0.3 * np.sin(2 * np.pi * 200 * np.arange(int(0.3 * RATE)) / RATE)).astype(np.float32)
+        parts, marks, pos = [np.zeros(int(0.1 * RATE), np.float32)], [], int(0.1 * RATE)
+        for i, _ in enumerate(text.split()):
+            if i:
+                parts.append(np.zeros(int(0.4 * RATE), np.float32))
+                pos += int(0.4 * RATE)
+            marks.append((i, pos / RATE))
+            parts.append(tone)
+            pos += len(tone)
+        yield AudioChunk(np.concatenate(parts), RATE, text=text, word_marks=tuple(marks))
+
+
+def test_word_times_follow_the_synthesisers_marks_through_trimmed_lead_and_cut_pauses():
+    updates = talk(4, 1.0)
+    records, chunks, _ = asyncio.run(run(updates, PaceConfig(control=False), MarkedVoice()))
+    audio = [r for r in records if r["kind"] == "audio"]
+    for r, c in zip(audio, chunks):
+        offsets = [o for _, _, o in r["word_times"]]
+        starts = [o - offsets[0] for o in offsets]
+        assert starts == pytest.approx([0.7 * i for i in range(len(offsets))], abs=0.011)  # not a character share
+        onset = int(np.argmax(np.abs(c.samples) > 0.01)) / RATE  # where the first word sounds in the chunk
+        assert offsets[0] == pytest.approx(onset, abs=0.011)
+    # pauses cut to 100 ms: the second word moves 0.3 s earlier, with its sound
+    x = next(MarkedVoice().synthesize("a b")).samples
+    cuts = pause_cuts(x, RATE, 100)
+    assert after_cuts(int(0.8 * RATE), cuts) == pytest.approx(0.5 * RATE, abs=0.011 * RATE)
+    assert after_cuts(int(0.2 * RATE), cuts) == int(0.2 * RATE)
+    assert np.abs(shorten_pauses(x, RATE, 100)[int(0.5 * RATE) + 80]) > 0  # sound right after the mark
 
 
 def test_chunks_carry_play_start_and_word_source_times():
