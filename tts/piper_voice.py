@@ -40,7 +40,8 @@ def load_voice(model: str, threads: int):
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
-    session = onnxruntime.InferenceSession(str(files.model), sess_options=options, providers=["CPUExecutionProvider"])
+    session = onnxruntime.InferenceSession(_with_alignment(files.model), sess_options=options,
+                                           providers=["CPUExecutionProvider"])
     config = VoiceConfig.from_dict(json.loads(files.config.read_text(encoding="utf-8")))
     voice = PiperVoice(session=session, config=config)
     # onnxruntime's first run allocates and plans (several times a normal call): do it at load,
@@ -48,6 +49,48 @@ def load_voice(model: str, threads: int):
     for _ in voice.synthesize("Hello."):
         pass
     return voice
+
+
+def _with_alignment(model) -> str | bytes:  # noqa: ANN001 - a Path
+    """The voice model with Piper's alignment output added in memory (samples per phoneme, which
+    give each word's start; the audio is unchanged), or its path where `onnx` is missing or the
+    graph lacks the tensor (the words then go by character share)."""
+    try:
+        import onnx
+        from piper.patch_voice_with_alignment import add_alignment_output
+    except ImportError:
+        return str(model)
+    graph = onnx.load(str(model))
+    try:
+        add_alignment_output(graph)
+    except ValueError:  # already patched, or not a graph Piper knows how to patch
+        return str(model)
+    return graph.SerializeToString()
+
+
+def word_starts(phonemes: list[str], samples_per_phoneme: list[int]) -> list[int]:
+    """The first sample of each word of a sentence Piper spoke: its phonemes come with the
+    samples each took, words separated by a space phoneme, "^" first."""
+    starts, position, at_word = [], 0, True
+    for phoneme, samples in zip(phonemes, samples_per_phoneme):
+        if phoneme == " ":
+            at_word = True
+        elif phoneme not in ("^", "$", "_") and at_word:
+            starts.append(position)
+            at_word = False
+        position += int(samples)
+    return starts
+
+
+def sentence_words(text: str) -> list[int]:
+    """Words per sentence of `text`, split where Piper splits (after . ? !)."""
+    counts, n = [], 0
+    for word in text.split():
+        n += 1
+        if word.rstrip("\"'”’»)").endswith((".", "?", "!")):
+            counts.append(n)
+            n = 0
+    return counts + [n] if n else counts
 
 
 class PiperSynthesizer:
@@ -85,9 +128,22 @@ class PiperSynthesizer:
             base = self.config.length_scale or float(getattr(self._voice.config, "length_scale", 1.0) or 1.0)
             syn = dataclasses.replace(syn, length_scale=base / speed)
         offset = 0
-        for seq, piece in enumerate(self._voice.synthesize(text, syn)):
+        # Word timing, sentence by sentence, where Piper's sentences and their phoneme words match
+        # the text's word for word (a number read as several words does not: those words go by
+        # character share between the timed ones).
+        counts = sentence_words(text)
+        first_word = 0
+        for seq, piece in enumerate(self._voice.synthesize(text, syn, include_alignments=True)):
             samples = np.asarray(piece.audio_float_array, dtype=np.float32) * np.float32(self.config.gain)
-            yield AudioChunk(samples, self.sample_rate, start=offset / self.sample_rate, seq=seq, text=text)
+            marks: tuple[tuple[int, float], ...] = ()
+            alignments = piece.phoneme_alignments
+            if alignments and seq < len(counts):
+                starts = word_starts([a.phoneme for a in alignments], [a.num_samples for a in alignments])
+                if len(starts) == counts[seq]:
+                    marks = tuple((first_word + i, (offset + s) / self.sample_rate) for i, s in enumerate(starts))
+            first_word += counts[seq] if seq < len(counts) else 0
+            yield AudioChunk(samples, self.sample_rate, start=offset / self.sample_rate, seq=seq, text=text,
+                             word_marks=marks)
             offset += len(samples)
 
 
