@@ -29,7 +29,7 @@ from speech.types import AudioChunk, TextUpdate
 from speech.types import Word
 
 from .chunker import ChunkerConfig, SpeechPiece, TextChunker
-from .joins import JoinConfig, padding_bounds, prepare_chunk
+from .joins import JoinConfig, padding_bounds, shape_edges
 from .listener import ListenerSchedule, timed_offsets
 from .pace import PaceConfig, PaceController, PaceDecision, after_cuts, cut, pause_cuts
 from .text import clean_text
@@ -110,8 +110,10 @@ class TtsStage:
         samples = np.concatenate(buffers) if buffers else np.zeros(0, np.float32)
         cuts = pause_cuts(samples, rate, self.pace.pause_ms, self.joins.silence_db) if decision.shorten_pauses else []
         samples = cut(samples, cuts)
-        lead = padding_bounds(samples, rate, self.joins)[0] if len(samples) else 0
-        samples = prepare_chunk(samples, rate, self.joins) if len(samples) else samples
+        lead = 0
+        if len(samples):  # `prepare_chunk`, keeping where the trimmed piece starts
+            lead, end = padding_bounds(samples, rate, self.joins)
+            samples = shape_edges(samples[lead:end], rate, self.joins.fade_ms)
         # the word marks follow the audio through the cut pauses and the trimmed lead
         if len(text.split()) != len(words):
             marks = {}  # cleaning changed the words: their indices no longer match
