@@ -94,8 +94,11 @@ def shape_edges(samples: np.ndarray, rate: int, fade_ms: float) -> np.ndarray:
     return out
 
 
-def prepare_chunk(samples: np.ndarray, rate: int, config: JoinConfig = JoinConfig()) -> np.ndarray:
-    return shape_edges(trim_padding(samples, rate, config), rate, config.fade_ms)
+def prepare_chunk(samples: np.ndarray, rate: int, config: JoinConfig = JoinConfig()) -> tuple[np.ndarray, int]:
+    """A synthesised piece ready to join: its padding trimmed (`trim_padding`) and its edges faded;
+    with the number of leading samples cut (where the piece's own timing now starts)."""
+    start, end = padding_bounds(samples, rate, config)
+    return shape_edges(samples[start:end], rate, config.fade_ms), start
 
 
 def place(ready: int, length: int, end: int, previous_length: int, overlap: int, has_previous: bool,

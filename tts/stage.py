@@ -29,7 +29,7 @@ from speech.types import AudioChunk, TextUpdate
 from speech.types import Word
 
 from .chunker import ChunkerConfig, SpeechPiece, TextChunker
-from .joins import JoinConfig, padding_bounds, shape_edges
+from .joins import JoinConfig, prepare_chunk
 from .listener import ListenerSchedule, timed_offsets
 from .pace import PaceConfig, PaceController, PaceDecision, after_cuts, cut, pause_cuts
 from .text import clean_text
@@ -111,9 +111,8 @@ class TtsStage:
         cuts = pause_cuts(samples, rate, self.pace.pause_ms, self.joins.silence_db) if decision.shorten_pauses else []
         samples = cut(samples, cuts)
         lead = 0
-        if len(samples):  # `prepare_chunk`, keeping where the trimmed piece starts
-            lead, end = padding_bounds(samples, rate, self.joins)
-            samples = shape_edges(samples[lead:end], rate, self.joins.fade_ms)
+        if len(samples):
+            samples, lead = prepare_chunk(samples, rate, self.joins)
         # the word marks follow the audio through the cut pauses and the trimmed lead
         if len(text.split()) != len(words):
             marks = {}  # cleaning changed the words: their indices no longer match

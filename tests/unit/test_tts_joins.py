@@ -88,7 +88,7 @@ def test_measure_finds_gaps_level_jumps_and_clicks():
 def test_prepared_chunks_joined_compactly_have_short_gaps():
     tl = ListenerTimeline(RATE, compact=True)
     for i in range(4):
-        tl.add(prepare_chunk(padded(0.06, tone(0.4, 0.2, 200 + 40 * i), 0.18), RATE), emitted=0)
+        tl.add(prepare_chunk(padded(0.06, tone(0.4, 0.2, 200 + 40 * i), 0.18), RATE)[0], emitted=0)
     summary = JoinSummary.of(measure_joins(tl.render(), RATE, tl.boundaries()))
     assert summary.joins == 3
     assert summary.max_gap_ms <= 50 and summary.max_step < 0.05
