@@ -29,7 +29,7 @@ class AudioChunk:
     # For synthesised audio: when the listener starts to hear it (after every earlier chunk), on
     # the same clock as `wall_time`; None for input audio and before the chunk is scheduled.
     play_start: float | None = None
-    # For synthesised audio, where the synthesiser reports word timing (eSpeak NG does): (index of
+    # For synthesised audio, where the synthesiser reports word timing (eSpeak NG, Piper): (index of
     # a word of `text`, seconds from the start of that text's synthesis when the word begins).
     word_marks: tuple[tuple[int, float], ...] = ()
 
