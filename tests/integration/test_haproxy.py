@@ -97,6 +97,11 @@ async def _wait_active(replicas, n, timeout=30.0):
     raise AssertionError(f"only {active} sessions became active")
 
 
+# Long enough that all four are still talking when the fifth arrives, even when HAProxy holds the
+# fifth in its queue for the full 5 s before refusing it.
+TALK_S = 16.0
+
+
 def test_four_speakers_two_per_replica_and_a_fifth_is_refused(cluster):
     lb, replicas = cluster
     settle(replicas, lb)
@@ -105,13 +110,15 @@ def test_four_speakers_two_per_replica_and_a_fifth_is_refused(cluster):
     async def main():
         speakers = []
         for i in range(4):  # one after another, as users arrive: leastconn sees each one placed
-            speakers.append(asyncio.create_task(stream_audio(lb.url, tone(8.0), 16000, "en", "es", speed=1.0)))
+            speakers.append(asyncio.create_task(stream_audio(lb.url, tone(TALK_S), 16000, "en", "es", speed=1.0)))
             await _wait_active(replicas, i + 1)
         active = await _wait_active(replicas, 4)
         # Every replica full: each /healthz says so, HAProxy takes both out within its check interval.
         health = [await asyncio.to_thread(http_get, f"http://127.0.0.1:{r.port}/healthz") for r in replicas]
         for _ in range(100):
-            lb_health = await asyncio.to_thread(http_get, f"http://127.0.0.1:{lb.port}/healthz")
+            # Until its checks mark both replicas down, HAProxy queues the request for a slot
+            # (`timeout queue 5s`) and then answers 503 itself: wait longer than the queue.
+            lb_health = await asyncio.to_thread(http_get, f"http://127.0.0.1:{lb.port}/healthz", 15.0)
             if lb_health[0] == 503 and not isinstance(lb_health[1], dict):
                 break  # HAProxy's own answer: no server available
             await asyncio.sleep(0.1)
@@ -133,7 +140,7 @@ def test_four_speakers_two_per_replica_and_a_fifth_is_refused(cluster):
     assert refused in (503, "busy")
     for res in results:
         assert res.error is None and res.done is not None and res.close_code == 1000
-        assert res.committed("translation") == [f"W{i}" for i in range(16)]
+        assert res.committed("translation") == [f"W{i}" for i in range(int(TALK_S * 2))]
     after = [r.metrics()["sessions"]["total"] for r in replicas]
     assert [a - b for a, b in zip(after, before)] == [2, 2]
 
