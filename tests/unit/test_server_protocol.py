@@ -85,6 +85,16 @@ def test_input_audio_resamples_to_16k_and_records_arrivals():
     assert 0.45 <= audio.arrivals.arrival(0.5) <= 0.75
 
 
+@pytest.mark.parametrize("rate", [8000, 44100, 48000])
+def test_full_scale_input_is_clipped_after_resampling(rate):
+    # Full-scale noise of random signs rings in the resampler's filter (1.8-2.5x full scale).
+    audio = InputAudio("pcm16", rate)
+    signs = np.where(np.random.default_rng(0).standard_normal(rate) > 0, 32767, -32768).astype("<i2")
+    chunks = [audio.frame(signs[i:i + 960].tobytes(), wall=0.0) for i in range(0, len(signs), 960)]
+    samples = np.concatenate([c.samples for c in chunks + [audio.finish(wall=1.0)] if c is not None])
+    assert np.abs(samples).max() == pytest.approx(1.0, abs=1e-4)
+
+
 def test_opus_input_decodes():
     pytest.importorskip("opuslib")
     from speech.server.client import encode_frames
