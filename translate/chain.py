@@ -60,6 +60,11 @@ class ChainStream:
             hop.end_sentence(inputs[i], inputs[i + 1] if i + 1 < len(self.hops) else target)
         self._pivots = []
 
+    def warm_up(self) -> None:
+        for hop in self.hops:
+            if hasattr(hop, "warm_up"):
+                hop.warm_up()
+
     def reset(self) -> None:
         self._pivots = []
         for hop in self.hops:

@@ -99,6 +99,10 @@ class RetranslationStream:
     def end_sentence(self, source: list[str], target: list[str]) -> None:
         pass
 
+    def warm_up(self) -> None:
+        """Load the engine's model, start its programs: a first call costs up to a second."""
+        self.translator.translate("OK", self.source, self.target)
+
     def reset(self) -> None:
         pass
 

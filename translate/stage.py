@@ -167,4 +167,9 @@ def build_stage(registry: Registry, config, clock: Clock, log: EventLog) -> Tran
         registry, config.source, config.target, backend, config.mt_policy,
         backend_options=backend_options, policy_options=dict(typed.policy) or None,
     )
+    # Engines that load on their first call (Bergamot's model, Apertium's programs) load now, before
+    # the session's clock runs, not on the speaker's first words.
+    warm_up = getattr(getattr(translation, "stream", None), "warm_up", None)
+    if warm_up is not None:
+        warm_up()
     return TranslateStage(translation, clock.stage("mt"), log)

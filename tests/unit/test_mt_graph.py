@@ -201,3 +201,18 @@ def test_path_bench_restricts_llm_edges_to_keep_scoring_affordable():
     assert [path_spec(p) for p in candidate_paths(edges, "en", "fr", 3)] == ["apertium:en-es,apertium:es-fr", "gemma-270m:en-fr"]
     # German: only LLM paths, with one LLM edge and at most two hops
     assert [path_spec(p) for p in candidate_paths(edges, "en", "de", 3)] == ["gemma-270m:en-de", "apertium:en-es,gemma-270m:es-de"]
+
+
+def test_building_the_stage_warms_every_hop_before_the_first_words():
+    # Bergamot loads its model and Apertium starts its programs on their first call (about a
+    # second together): the stage makes that call when it is built, not on the speaker's words.
+    from speech.clock import SimulatedClock
+    from speech.events import EventLog
+    from speech.pipeline import PipelineConfig
+    from speech.translate.stage import build_stage
+
+    reg = fake_registry()
+    config = PipelineConfig(source="en", target="fr", mt_backend="tag:en-pt,tag:pt-es,tag:es-fr", stages=("mt",))
+    build_stage(reg, config, SimulatedClock(), EventLog(keep=False))
+    engine = reg.create("translator", "tag")
+    assert [(s, t) for _, s, t in engine.calls] == [("en", "pt"), ("pt", "es"), ("es", "fr")]
