@@ -212,7 +212,10 @@ def test_default_policy_gets_the_backends_measured_options(monkeypatch):
     from speech.translate import backends
     from speech.translate.stage import open_translation
 
-    assert not open_translation(default_registry(), "en", "pt", "bergamot", "default").policy.config.lookahead
+    # The re-translation engines look ahead by default, the LLM does not (each look-ahead re-decodes).
+    assert open_translation(default_registry(), "en", "pt", "bergamot", "default").policy.config.lookahead
+    assert open_translation(default_registry(), "en", "es", "apertium", "default").policy.config.lookahead
+    assert not backends.default_policy_options("gemma-270m").get("lookahead")
     monkeypatch.setitem(backends.DEFAULT_POLICY_OPTIONS, "bergamot", {"boundary_n": 1, "k": 5})
     tr = open_translation(default_registry(), "en", "pt", "bergamot", "default")
     assert tr.policy.config == LocalAgreementConfig(n=2, boundary_n=1, k=5)
