@@ -272,9 +272,10 @@ class EspeakSynthesizer:
     # end to end (`speech bench s2st --pairs en-es --limit 10`): time to first audio p50 801 -> 3 ms,
     # round trip 27.5 -> 22.7 %; en->pt 39.0 -> 41.1 % (one sentence of noise). 4 words: 2 ms, 23.1 %.
     # While the listener hears nothing, 3 committed words are spoken at once instead of waiting
-    # for a break or the time-out: FLEURS en->es first audio 3.40 -> 3.15 s, listener lag p50
-    # 5.01 -> 4.72 s, ASR-BLEU 8.6 -> 8.4 (`speech eval`, 10 clips). Piper's voice is not given
-    # it: its short pieces cost pt->en 1.5-1.9 ASR-BLEU for 0.25 s.
+    # for a break or the time-out. FLEURS, two runs each (`speech eval`, 10 clips): en->es first
+    # audio 3.35 -> 3.10 s, listener lag p50 4.89 -> 4.65 s; en->pt 3.55 -> 3.30 s, 5.00 -> 4.69 s;
+    # ASR-BLEU moved within its run-to-run noise (en->es 8.6 -> 7.0-7.7, en->pt 4.0 -> 5.6-6.3).
+    # Piper's voice is not given it: pt->en gained 0.25 s and lost 1.5-1.9 ASR-BLEU.
     chunk_defaults = {"max_words": 6, "idle_words": 3}
     supports_speed = True  # `synthesize(text, speed)`: eSpeak's own rate, word gap scaled with it
     # The duration control's fastest speed for this voice: round trip (Whisper base, 10 FLEURS + 20
