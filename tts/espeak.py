@@ -274,7 +274,8 @@ class EspeakSynthesizer:
     # While the listener hears nothing, 3 committed words are spoken at once instead of waiting
     # for a break or the time-out. FLEURS, two runs each (`speech eval`, 10 clips): en->es first
     # audio 3.35 -> 3.10 s, listener lag p50 4.89 -> 4.65 s; en->pt 3.55 -> 3.30 s, 5.00 -> 4.69 s;
-    # ASR-BLEU moved within its run-to-run noise (en->es 8.6 -> 7.0-7.7, en->pt 4.0 -> 5.6-6.3).
+    # ASR-BLEU en->es 8.6 -> 7.0-7.7, en->pt 4.0 -> 5.6-6.3 (ten clips of eSpeak speech swing by
+    # up to 3 points from run to run).
     # Piper's voice is not given it: pt->en gained 0.25 s and lost 1.5-1.9 ASR-BLEU.
     chunk_defaults = {"max_words": 6, "idle_words": 3}
     supports_speed = True  # `synthesize(text, speed)`: eSpeak's own rate, word gap scaled with it

@@ -93,8 +93,8 @@ class InputAudio:
     def _chunk(self, samples: np.ndarray, wall: float) -> AudioChunk | None:
         if len(samples) == 0:
             return None
-        # Full-scale input rings in the resampler's filter (up to 2.5x for a square wave at the
-        # Nyquist rate): the pipeline gets the same clipping a sound card would apply.
+        # Full-scale input rings in the resampler's filter (noise of random signs: up to 2.5x full
+        # scale): the pipeline gets the same clipping a sound card would apply.
         samples = np.clip(samples, -1.0, 1.0)
         chunk = AudioChunk(samples, PIPELINE_RATE, start=self.seconds, seq=self.seq, wall_time=wall)
         self.produced += len(samples)
