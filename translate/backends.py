@@ -92,8 +92,8 @@ def default_route(source: str, target: str, registry: Registry | None = None):  
 # Apertium: LA-2 that also commits at a source clause end (boundary_n=1), with mask 0 per pair
 # (apertium.py); tuned on lines 200-239 of en-es, es-en, es-pt, pt-es, es-fr, fr-es.
 # The look-ahead (`lookahead`) is on for the re-translation engines, whose calls cost 1-40 ms: on
-# the FLEURS clips the first audio comes 0.6-0.7 s sooner and the listener lag p50 0.6-0.8 s lower,
-# at the same BLEU (docs/translation.md, "Look-ahead"). Gemma stays without it: each look-ahead
+# the FLEURS clips the first audio comes 0.3-0.7 s sooner and the listener lag p50 0.55-0.8 s
+# lower, BLEU within 0.4 (docs/translation.md, "Look-ahead"). Gemma stays without it: each look-ahead
 # would rewind its KV cache and decode the sentence again.
 DEFAULT_POLICY_OPTIONS: dict[str, dict[str, float | bool]] = {
     "gemma-270m": {"boundary_n": 1, "k": 4, "ratio": 1.2},

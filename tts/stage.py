@@ -93,7 +93,7 @@ class TtsStage:
         t0 = time.perf_counter()
         stream = synthesize_at(self.synthesizer, text, decision.speed)
         buffers: list[np.ndarray] = []
-        marks: dict[int, float] = {}  # word of `text` -> seconds into its synthesis (eSpeak's word events)
+        marks: dict[int, float] = {}  # word of `text` -> seconds into its synthesis (the voice's word timing)
         first: float | None = None
         while (chunk := await model_call(next, stream, None, timeout_s=self.call_timeout_s,
                                          what=f"synthesising {text[:40]!r}")) is not None:
