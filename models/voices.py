@@ -58,3 +58,56 @@ def local_weights(path: str | Path, what: str) -> Path:
     if p.stat().st_size == 0:
         raise UserError(f"{p}: the {what} weights file is empty")
     return p
+
+
+# SVOX Pico's languages (Debian non-free: libttspico0, libttspico-data): language -> its files' locale
+# Catalan and Galician, which Pico lacks, are read by its Spanish voice: Whisper base understood
+# them far better so than from eSpeak NG's own Catalan voice or its Spanish voice respelt
+# (docs/synthesis.md "Voices").
+PICO_LOCALES = {"en": "en-US", "en-us": "en-US", "en-gb": "en-GB", "de": "de-DE", "es": "es-ES", "fr": "fr-FR",
+                "it": "it-IT", "ca": "es-ES", "gl": "es-ES"}
+PICO_INSTALL = ("SVOX Pico is not installed: on Debian enable the non-free component and run "
+                "`apt-get install libttspico0 libttspico-data` (scripts/setup.sh does both)")
+
+
+@dataclass(frozen=True)
+class PicoFiles:
+    library: Path
+    text_analysis: Path  # <locale>_ta.bin: the language's lexicon and rules
+    signal: Path  # <locale>_<speaker>_sg.bin: the speaker
+
+
+def pico_library() -> Path | None:
+    """libttspico's path, or None when SVOX Pico is not installed."""
+    import ctypes.util
+
+    for candidate in (ctypes.util.find_library("ttspico"), "/usr/lib/x86_64-linux-gnu/libttspico.so.0",
+                      "/usr/lib/aarch64-linux-gnu/libttspico.so.0", "/usr/lib/libttspico.so.0"):
+        if candidate and (Path(candidate).is_file() or "/" not in candidate):
+            return Path(candidate)
+    return None
+
+
+def svox_pico(language: str, lang_dir: str | Path = "/usr/share/pico/lang") -> PicoFiles:
+    """The library and the two resource files of SVOX Pico's voice for `language` ("es", "en-gb")."""
+    locale = PICO_LOCALES.get(language.lower())
+    if locale is None:
+        raise UserError(f"SVOX Pico has no voice for {language!r}; it speaks {', '.join(sorted(set(PICO_LOCALES)))}")
+    library = pico_library()
+    folder = Path(lang_dir).expanduser()
+    if library is None or not folder.is_dir():
+        raise UserError(PICO_INSTALL)
+    signal = sorted(folder.glob(f"{locale}_*_sg.bin"))
+    ta = folder / f"{locale}_ta.bin"
+    if not ta.is_file() or not signal:
+        raise UserError(f"SVOX Pico's {locale} voice files are missing from {folder} ({PICO_INSTALL})")
+    return PicoFiles(library, ta, signal[0])
+
+
+def pico_installed(language: str = "") -> bool:
+    """Whether SVOX Pico (and, when given, its voice for `language`) is installed."""
+    try:
+        svox_pico(language or "en")
+    except UserError:
+        return False
+    return True

@@ -18,6 +18,15 @@ for pkg in apertium apertium-eng-spa apertium-es-pt apertium-fr-es apertium-spa-
     apertium-cat-ita apertium-fra-cat; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
+# SVOX Pico (Debian non-free: its voice data ships without source): the Spanish, French, German and
+# Italian voices (tts/pico.py), far more intelligible than eSpeak NG's. SPEECH_NO_NONFREE=1 skips it
+# (eSpeak NG then speaks those languages).
+need_nonfree=0
+if [ "${SPEECH_NO_NONFREE:-0}" != 1 ]; then
+  for pkg in libttspico0 libttspico-data; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || { need_apt+=("$pkg"); need_nonfree=1; }
+  done
+fi
 if [ "$want_test" = 1 ]; then
   command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
   # HAProxy: the scale-out test runs two replicas behind deploy/haproxy.cfg.
@@ -28,6 +37,12 @@ fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${need_apt[*]}" >&2
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  if [ "$need_nonfree" = 1 ] && ! grep -rqsE "non-free([[:space:]]|$)" /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
+    echo "setup: enabling Debian's non-free component for SVOX Pico (/etc/apt/sources.list.d/non-free.sources)" >&2
+    printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: %s %s-updates\nComponents: non-free\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+      "$codename" "$codename" | $SUDO tee /etc/apt/sources.list.d/non-free.sources >/dev/null
+  fi
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi

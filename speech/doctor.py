@@ -154,6 +154,7 @@ def check_synthesis() -> list[Check]:
                          "" if ok else piper_fix))
     except Exception as e:  # noqa: BLE001 - report, never crash
         out.append(Check("Piper voice en-US joe (embedded; English default)", False, str(e), piper_fix))
+    out.append(check_pico())
     espeak_fix = _pip("espeak")
     try:
         from speech.tts.espeak import engine
@@ -167,6 +168,16 @@ def check_synthesis() -> list[Check]:
     except Exception as e:  # noqa: BLE001
         out.append(Check("eSpeak NG (every other language)", False, f"{type(e).__name__}: {e}", espeak_fix))
     return out
+
+
+def check_pico() -> Check:
+    from speech.models.voices import PICO_INSTALL, PICO_LOCALES, pico_installed
+
+    name = "SVOX Pico (Debian non-free; the default voice for es, fr, de, it, ca, gl)"
+    have = sorted({locale for lang, locale in PICO_LOCALES.items() if pico_installed(lang)})
+    if not have:  # optional: eSpeak NG speaks those languages without it
+        return Check(name, False, "not installed: eSpeak NG speaks es, fr, de, it, ca, gl instead", PICO_INSTALL, required=False)
+    return Check(name, True, f"voices {', '.join(have)}", required=False)
 
 
 # --- audio -------------------------------------------------------------------------------------

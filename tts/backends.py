@@ -8,7 +8,10 @@ from speech.errors import UserError
 from speech.registry import BackendSpec, Registry
 
 # Languages a registered voice speaks ("*": any language eSpeak NG knows).
-VOICE_LANGUAGES = {"piper-joe": ("en",), "espeak": ("*",)}
+VOICE_LANGUAGES = {"piper-joe": ("en",), "pico": ("en", "de", "es", "fr", "it", "ca", "gl"), "espeak": ("*",)}
+# Target languages whose default voice is SVOX Pico where it is installed (eSpeak NG otherwise):
+# Whisper base hears it far better than eSpeak's (docs/synthesis.md "Voices"). English keeps Piper.
+PICO_DEFAULT = ("de", "es", "fr", "it", "ca", "gl")
 
 
 def register(registry: Registry) -> None:
@@ -17,14 +20,24 @@ def register(registry: Registry) -> None:
         "Piper neural voice, en-US 'joe' (embedded), 22.05 kHz", requires=("piper", "onnxruntime"),
     ))
     registry.register(BackendSpec(
+        "synthesizer", "pico", "speech.tts.pico:create", "speech.tts.pico:PicoConfig",
+        "SVOX Pico in process (Debian non-free libttspico0), en/de/es/fr/it, 16 kHz",
+    ))
+    registry.register(BackendSpec(
         "synthesizer", "espeak", "speech.tts.espeak:create", "speech.tts.espeak:EspeakConfig",
         "eSpeak NG in process, ~100 languages, 22.05 kHz", requires=("espeakng_loader",),
     ))
 
 
 def voice_for(language: str) -> str:
-    """The default synthesiser for a target language: the neural voice where one is embedded."""
-    return "piper-joe" if language.lower().split("-")[0] == "en" else "espeak"
+    """The default synthesiser for a target language: the neural voice where one is embedded, SVOX
+    Pico where it speaks the language and is installed, else eSpeak NG."""
+    from speech.models.voices import pico_installed
+
+    base = language.lower().split("-")[0]
+    if base == "en":
+        return "piper-joe"
+    return "pico" if base in PICO_DEFAULT and pico_installed(base) else "espeak"
 
 
 def synthesizer_name(language: str, voice: str = "default") -> str:
@@ -36,9 +49,9 @@ def synthesizer_name(language: str, voice: str = "default") -> str:
 
 
 def create_synthesizer(registry: Registry, language: str, voice: str = "default", **options: Any):
-    """A synthesiser for `language`. `voice`: "default", a registered name ("piper-joe", "espeak"),
-    "espeak:<eSpeak voice>" (for example "espeak:pt-br"), "espeak:<path to an eSpeak voice file>", or a
-    local Piper voice "path/to/x.onnx"."""
+    """A synthesiser for `language`. `voice`: "default", a registered name ("piper-joe", "pico",
+    "espeak"), "espeak:<eSpeak voice>" (for example "espeak:pt-br"), "espeak:<path to an eSpeak
+    voice file>", or a local Piper voice "path/to/x.onnx"."""
     voice = voice or "default"
     name = synthesizer_name(language, voice)
     if voice.endswith(".onnx"):
@@ -55,6 +68,10 @@ def create_synthesizer(registry: Registry, language: str, voice: str = "default"
         )
     if name == "espeak":
         return registry.create("synthesizer", name, language=language, voice=variant, **options)
+    if name == "pico":
+        if variant:
+            raise UserError(f"voice 'pico' has no variants (got {voice!r}); it speaks {', '.join(VOICE_LANGUAGES['pico'])}")
+        return registry.create("synthesizer", name, language=language, **options)
     if variant:
         raise UserError(f"voice {name!r} has no variants (got {voice!r})")
     return registry.create("synthesizer", name, **options)

@@ -144,6 +144,14 @@ def versions() -> dict[str, str]:
             out[dist] = version(dist)
         except PackageNotFoundError:
             pass
+    for package in ("libttspico0", "apertium"):  # Debian packages behind the default voices and paths
+        try:
+            found = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", package], capture_output=True, text=True,
+                                   timeout=5)
+        except (OSError, subprocess.SubprocessError):
+            break
+        if found.returncode == 0 and found.stdout.strip():
+            out[package] = found.stdout.strip()
     try:
         root = Path(__file__).resolve().parents[2]
         commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)

@@ -55,7 +55,7 @@ def test_piper_speaks_english_that_whisper_understands(registry, piper):
 
 
 def test_espeak_streams_through_its_callback_and_is_intelligible(registry):
-    synth = create_synthesizer(registry, "es")
+    synth = create_synthesizer(registry, "es", "espeak")
     t0 = time.perf_counter()
     stream = synth.synthesize(ES)
     first = next(stream)
@@ -107,7 +107,7 @@ def test_espeak_voice_attributes_louder_consonants_no_clipping(registry, tmp_pat
     plain_synth = create_synthesizer(registry, "pt", attributes="")  # the voice as eSpeak ships it
     tuned_synth = create_synthesizer(registry, "pt")  # default: TUNED_VOICES["pt-BR"]
     assert plain_synth.voice == "pt-BR" and tuned_synth.voice.startswith("/")  # a composed voice file
-    assert create_synthesizer(registry, "es").voice == "es+m3"  # the variant only: these attributes measured no better
+    assert create_synthesizer(registry, "es", "espeak").voice == "es+m3"  # the variant only: these attributes measured no better
     plain, tuned = speak(plain_synth, text), speak(tuned_synth, text)
     rate = tuned_synth.sample_rate
 
@@ -169,7 +169,7 @@ def test_unspeakable_characters_and_unknown_voices(registry, piper):
     assert abs(len(with_emoji) - len(plain)) < 0.05 * 22050  # the emoji is not read out
     with pytest.raises(UserError, match="eSpeak NG has no language 'xx'; available: .*es"):
         create_synthesizer(registry, "xx")
-    with pytest.raises(UserError, match="unknown voice 'nope'; available: espeak, piper-joe"):
+    with pytest.raises(UserError, match="unknown voice 'nope'; available: espeak, pico, piper-joe"):
         create_synthesizer(registry, "es", "nope")
     with pytest.raises(UserError, match="speaks en, not 'es'"):
         create_synthesizer(registry, "es", "piper-joe")
@@ -226,7 +226,7 @@ def test_word_timing_reaches_the_listener_timeline(registry, piper, voice):
     each phoneme); the stage carries it through the trimmed lead into `word_times`: a word after a
     pause is placed where its sound begins (by character share it is not)."""
     if voice == "espeak":
-        synth, text = create_synthesizer(registry, "es"), "Sí, universidad. No, gracias, de nada, adiós."
+        synth, text = create_synthesizer(registry, "es", "espeak"), "Sí, universidad. No, gracias, de nada, adiós."
     else:
         synth, text = piper, "Yes, university. No, thanks, not at all, goodbye."
     marks = [m for c in synth.synthesize(text) for m in c.word_marks]
