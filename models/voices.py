@@ -61,11 +61,10 @@ def local_weights(path: str | Path, what: str) -> Path:
 
 
 # SVOX Pico's languages (Debian non-free: libttspico0, libttspico-data): language -> its files' locale
-# Catalan and Galician, which Pico lacks, are read by its Spanish voice: Whisper base understood
-# them far better so than from eSpeak NG's own Catalan voice or its Spanish voice respelt
-# (docs/synthesis.md "Voices").
+# Catalan, Galician and Portuguese, which Pico lacks, are read by its Spanish voice: Whisper base
+# understood them better so than from eSpeak NG's own voices (docs/synthesis.md "Voices").
 PICO_LOCALES = {"en": "en-US", "en-us": "en-US", "en-gb": "en-GB", "de": "de-DE", "es": "es-ES", "fr": "fr-FR",
-                "it": "it-IT", "ca": "es-ES", "gl": "es-ES"}
+                "it": "it-IT", "ca": "es-ES", "gl": "es-ES", "pt": "es-ES"}
 PICO_INSTALL = ("SVOX Pico is not installed: on Debian enable the non-free component and run "
                 "`apt-get install libttspico0 libttspico-data` (scripts/setup.sh does both)")
 

@@ -173,10 +173,10 @@ def check_synthesis() -> list[Check]:
 def check_pico() -> Check:
     from speech.models.voices import PICO_INSTALL, PICO_LOCALES, pico_installed
 
-    name = "SVOX Pico (Debian non-free; the default voice for es, fr, de, it, ca, gl)"
+    name = "SVOX Pico (Debian non-free; the default voice for es, fr, de, it, ca, gl, pt)"
     have = sorted({locale for lang, locale in PICO_LOCALES.items() if pico_installed(lang)})
     if not have:  # optional: eSpeak NG speaks those languages without it
-        return Check(name, False, "not installed: eSpeak NG speaks es, fr, de, it, ca, gl instead", PICO_INSTALL, required=False)
+        return Check(name, False, "not installed: eSpeak NG speaks es, fr, de, it, ca, gl, pt instead", PICO_INSTALL, required=False)
     return Check(name, True, f"voices {', '.join(have)}", required=False)
 
 

@@ -33,7 +33,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--play", action="store_true", help="play the translated speech through the speakers")
     parser.add_argument("--compact", action="store_true", help="write the chunks back to back, without the waits")
     parser.add_argument("--voice", default="default",
-                        help="synthesiser: default (piper-joe for en; pico for es, fr, de, it, ca, gl where SVOX "
+                        help="synthesiser: default (piper-joe for en; pico for es, fr, de, it, ca, gl, pt where SVOX "
                              "Pico is installed; else espeak), piper-joe, pico, espeak, "
                              "espeak:<eSpeak voice> (e.g. espeak:pt-br+m3), espeak:<path to an eSpeak voice file>, "
                              "or a local Piper .onnx voice")

@@ -8,10 +8,10 @@ from speech.errors import UserError
 from speech.registry import BackendSpec, Registry
 
 # Languages a registered voice speaks ("*": any language eSpeak NG knows).
-VOICE_LANGUAGES = {"piper-joe": ("en",), "pico": ("en", "de", "es", "fr", "it", "ca", "gl"), "espeak": ("*",)}
+VOICE_LANGUAGES = {"piper-joe": ("en",), "pico": ("en", "de", "es", "fr", "it", "ca", "gl", "pt"), "espeak": ("*",)}
 # Target languages whose default voice is SVOX Pico where it is installed (eSpeak NG otherwise):
 # Whisper base hears it far better than eSpeak's (docs/synthesis.md "Voices"). English keeps Piper.
-PICO_DEFAULT = ("de", "es", "fr", "it", "ca", "gl")
+PICO_DEFAULT = ("de", "es", "fr", "it", "ca", "gl", "pt")
 
 
 def register(registry: Registry) -> None:

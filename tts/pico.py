@@ -1,5 +1,5 @@
 """SVOX Pico in process through ctypes (Debian's libttspico0 and libttspico-data): English,
-German, Spanish, French and Italian, 16 kHz; Catalan and Galician on its Spanish voice.
+German, Spanish, French and Italian, 16 kHz; Catalan, Galician and Portuguese on its Spanish voice.
 
 Pico is a small HMM-based synthesiser, far more intelligible than eSpeak NG's formant
 voices for the languages it has (round trip through Whisper base, docs/synthesis.md "Voices"), and
@@ -100,7 +100,7 @@ class PicoEngine:
 
 @dataclass(frozen=True)
 class PicoConfig:
-    language: str = "en"  # en (US), en-gb, de, es, fr, it; ca and gl on the Spanish voice
+    language: str = "en"  # en (US), en-gb, de, es, fr, it; ca, gl and pt on the Spanish voice
     lang_dir: str = "/usr/share/pico/lang"  # where libttspico-data puts the voices
     # one fixed level for the voice (never per chunk): Pico speaks at twice the RMS of Piper and
     # eSpeak NG (speech 0.20 against 0.085 and 0.09, for peaks alike), brought to theirs
@@ -118,7 +118,8 @@ class PicoSynthesizer:
     supports_speed = True  # `synthesize(text, speed)`: Pico's own <speed> markup
     # The duration control's fastest speed for this voice: round trip (Whisper base, 10 FLEURS + 20
     # FLORES references) within 5 points of normal speed: es 7.7 % at 1, 9.6 % at 1.25, 10.5 % at
-    # 1.4, 10.7 % at 1.5, 13.4 % at 1.6; it 19.9 % at 1, 21.9 % at 1.4, 21.2 % at 1.5
+    # 1.4, 10.7 % at 1.5, 13.4 % at 1.6; it 19.9 % at 1, 21.9 % at 1.4, 21.2 % at 1.5; pt on the
+    # Spanish voice 31.9 % at 1, 33.5 % at 1.5
     # (`speech bench s2st --text-only --pairs en-es --limit 10 --more-texts 20 --speed X`).
     max_speed = 1.5
 

@@ -42,7 +42,7 @@ def opus(registry, x: np.ndarray, rate: int, **options) -> np.ndarray:
 
 
 def test_default_opus_keeps_espeak_closer_to_pcm16_than_voip(registry):
-    synth = create_synthesizer(registry, "pt", "default")
+    synth = create_synthesizer(registry, "pt", "espeak")
     x = np.concatenate([c.samples for c in synth.synthesize(PT)])
     rate = synth.sample_rate
     reference = whisper_features(*through_codec(registry, x, rate, "pcm16"))

@@ -1,5 +1,5 @@
-"""SVOX Pico (`tts.pico`): the default voice for Spanish, French, German, Italian, and for Catalan and
-Galician on its Spanish voice, judged by the project's recogniser; its speed, its shared engine,
+"""SVOX Pico (`tts.pico`): the default voice for Spanish, French, German, Italian, and for Catalan,
+Galician and Portuguese on its Spanish voice, judged by the project's recogniser; its speed, its shared engine,
 and what happens without it."""
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ TEXTS = {
     "fr": "Le comité se réunira de nouveau la semaine prochaine pour discuter du budget de la bibliothèque.",
     "de": "Der Ausschuss trifft sich nächste Woche wieder, um das Budget der Bibliothek zu besprechen.",
     "ca": "El comitè es tornarà a reunir la setmana que ve per parlar del pressupost de la biblioteca.",
+    "pt": "O comitê vai se reunir de novo na próxima semana para discutir o orçamento da biblioteca.",
 }
 
 
@@ -108,10 +109,10 @@ def test_markup_in_the_text_is_not_obeyed(registry):
 
 
 def test_languages_pico_lacks_and_a_missing_install_fall_back_or_say_what_to_install(registry, monkeypatch, tmp_path):
-    assert backends.voice_for("pt") == "espeak" and backends.voice_for("en") == "piper-joe"
-    assert backends.voice_for("es") == backends.voice_for("gl") == "pico"
-    with pytest.raises(UserError, match="speaks en, de, es, fr, it, ca, gl, not 'pt'"):
-        create_synthesizer(registry, "pt", "pico")
+    assert backends.voice_for("ru") == "espeak" and backends.voice_for("en") == "piper-joe"
+    assert backends.voice_for("es") == backends.voice_for("gl") == backends.voice_for("pt-br") == "pico"
+    with pytest.raises(UserError, match="speaks en, de, es, fr, it, ca, gl, pt, not 'ru'"):
+        create_synthesizer(registry, "ru", "pico")
     with pytest.raises(UserError, match="no variants"):
         create_synthesizer(registry, "es", "pico:es-ES")
     with pytest.raises(UserError, match="apt-get install libttspico0 libttspico-data"):

@@ -73,11 +73,11 @@ def test_espeak_streams_through_its_callback_and_is_intelligible(registry):
 def test_espeak_treble_boost_streams_like_the_whole_piece(registry):
     from speech.tts.espeak import EspeakSynthesizer, treble_fir
 
-    boosted = create_synthesizer(registry, "pt", attributes="")  # treble_level is set for eSpeak's own voice
+    boosted = create_synthesizer(registry, "pt", "espeak", attributes="")  # treble_level is set for eSpeak's own voice
     text = "Contudo, devido a canais de comunicação lentos."
     # eSpeak's output differs by a few samples from call to call (its voice state runs on), so the
     # boosted stream is compared with the same buffers filtered whole.
-    buffers = [c.samples for c in create_synthesizer(registry, "pt", treble_db=0, attributes="").synthesize(text)]
+    buffers = [c.samples for c in create_synthesizer(registry, "pt", "espeak", treble_db=0, attributes="").synthesize(text)]
     plain = np.concatenate(buffers)
 
     class Replay:  # the engine's part of a synthesis, replayed: the same buffers again
@@ -104,8 +104,8 @@ def test_espeak_treble_boost_streams_like_the_whole_piece(registry):
 
 def test_espeak_voice_attributes_louder_consonants_no_clipping(registry, tmp_path):
     text = "Contudo, devido a canais de comunicação lentos, os estilos no oeste podem ficar para trás."
-    plain_synth = create_synthesizer(registry, "pt", attributes="")  # the voice as eSpeak ships it
-    tuned_synth = create_synthesizer(registry, "pt")  # default: TUNED_VOICES["pt-BR"]
+    plain_synth = create_synthesizer(registry, "pt", "espeak", attributes="")  # the voice as eSpeak ships it
+    tuned_synth = create_synthesizer(registry, "pt", "espeak")  # default: TUNED_VOICES["pt-BR"]
     assert plain_synth.voice == "pt-BR" and tuned_synth.voice.startswith("/")  # a composed voice file
     assert create_synthesizer(registry, "es", "espeak").voice == "es+m3"  # the variant only: these attributes measured no better
     plain, tuned = speak(plain_synth, text), speak(tuned_synth, text)
@@ -128,7 +128,7 @@ def test_espeak_voice_attributes_louder_consonants_no_clipping(registry, tmp_pat
     clear = create_synthesizer(registry, "pt", voice=f"espeak:{user}", attributes="consonants 200 200")
     assert open(clear.voice).read().endswith("consonants 200 200\n") and len(speak(clear, text)) > rate
     with pytest.raises(UserError, match="not one of"):
-        create_synthesizer(registry, "pt", attributes="konsonants 200")
+        create_synthesizer(registry, "pt", "espeak", attributes="konsonants 200")
     with pytest.raises(UserError, match="not found"):
         engine().resolve("pt", str(tmp_path / "missing"))
 
@@ -145,9 +145,9 @@ R_SENTENCES = (
 def test_portuguese_r_sounds_replaced_are_heard(registry):
     """TUNED_VOICES["pt-BR"] speaks every r as eSpeak's alveolar "r" (docs/synthesis.md, "Voice
     tunings"): without the replacements Whisper loses most of these sentences."""
-    tuned = create_synthesizer(registry, "pt")
+    tuned = create_synthesizer(registry, "pt", "espeak")
     assert "replace 00 x r\n" in open(tuned.voice).read()
-    sounds_only = create_synthesizer(registry, "pt", attributes="flutter 0; consonants 400 400")
+    sounds_only = create_synthesizer(registry, "pt", "espeak", attributes="flutter 0; consonants 400 400")
     wer = {}
     for name, synth in (("tuned", tuned), ("sounds only", sounds_only)):
         counts = [roundtrip(registry, speak(synth, s), synth.sample_rate, s, "pt")[0] for s in R_SENTENCES]

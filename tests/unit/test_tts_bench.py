@@ -123,13 +123,13 @@ def test_tts_set_reaches_only_the_synthesiser_that_knows_the_option():
     from speech.tts.bench import tts_options
 
     registry = default_registry()
-    assert tts_options(registry, "pt", "default", ["treble_db=0"]) == {"treble_db": 0}  # eSpeak
+    assert tts_options(registry, "pt", "espeak", ["treble_db=0"]) == {"treble_db": 0}  # eSpeak
     assert tts_options(registry, "en", "default", ["treble_db=0"]) == {}  # Piper has no such option
     with pytest.raises(UserError, match="no synthesiser has option"):
-        tts_options(registry, "pt", "default", ["nonsense=1"])
+        tts_options(registry, "pt", "espeak", ["nonsense=1"])
     # the voice comes from --voice: as an option it collided with it (a TypeError per clip)
     with pytest.raises(UserError, match="--voice"):
-        tts_options(registry, "pt", "default", ["voice=pt-br+m3"])
+        tts_options(registry, "pt", "espeak", ["voice=pt-br+m3"])
     with pytest.raises(UserError, match="'konsonants' .* not one of"):  # before any clip is synthesised
-        tts_options(registry, "pt", "default", ["attributes=konsonants 1"])
-    assert tts_options(registry, "pt", "default", ["attributes=flutter 0"]) == {"attributes": "flutter 0"}
+        tts_options(registry, "pt", "espeak", ["attributes=konsonants 1"])
+    assert tts_options(registry, "pt", "espeak", ["attributes=flutter 0"]) == {"attributes": "flutter 0"}
