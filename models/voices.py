@@ -91,7 +91,8 @@ def svox_pico(language: str, lang_dir: str | Path = "/usr/share/pico/lang") -> P
     """The library and the two resource files of SVOX Pico's voice for `language` ("es", "en-gb")."""
     locale = PICO_LOCALES.get(language.lower())
     if locale is None:
-        raise UserError(f"SVOX Pico has no voice for {language!r}; it speaks {', '.join(sorted(set(PICO_LOCALES)))}")
+        raise UserError(f"SVOX Pico has no voice for {language!r}; it speaks {', '.join(PICO_LOCALES)} "
+                        "(--voice espeak speaks the others)")
     library = pico_library()
     folder = Path(lang_dir).expanduser()
     if library is None or not folder.is_dir():

@@ -172,11 +172,13 @@ def check_synthesis() -> list[Check]:
 
 def check_pico() -> Check:
     from speech.models.voices import PICO_INSTALL, PICO_LOCALES, pico_installed
+    from speech.tts.backends import PICO_DEFAULT
 
-    name = "SVOX Pico (Debian non-free; the default voice for es, fr, de, it, ca, gl, pt)"
+    languages = ", ".join(PICO_DEFAULT)
+    name = f"SVOX Pico (Debian non-free; the default voice for {languages})"
     have = sorted({locale for lang, locale in PICO_LOCALES.items() if pico_installed(lang)})
     if not have:  # optional: eSpeak NG speaks those languages without it
-        return Check(name, False, "not installed: eSpeak NG speaks es, fr, de, it, ca, gl, pt instead", PICO_INSTALL, required=False)
+        return Check(name, False, f"not installed: eSpeak NG speaks {languages} instead", PICO_INSTALL, required=False)
     return Check(name, True, f"voices {', '.join(have)}", required=False)
 
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from speech.errors import UserError
+from speech.models.voices import PICO_LOCALES
 from speech.registry import BackendSpec, Registry
 
 # Languages a registered voice speaks ("*": any language eSpeak NG knows).
-VOICE_LANGUAGES = {"piper-joe": ("en",), "pico": ("en", "de", "es", "fr", "it", "ca", "gl", "pt"), "espeak": ("*",)}
+VOICE_LANGUAGES = {"piper-joe": ("en",), "pico": tuple(dict.fromkeys(k.split("-")[0] for k in PICO_LOCALES)),
+                   "espeak": ("*",)}
 # Target languages whose default voice is SVOX Pico where it is installed (eSpeak NG otherwise):
 # Whisper base hears it far better than eSpeak's (docs/synthesis.md "Voices"). English keeps Piper.
-PICO_DEFAULT = ("de", "es", "fr", "it", "ca", "gl", "pt")
+PICO_DEFAULT = tuple(lang for lang in VOICE_LANGUAGES["pico"] if lang != "en")
 
 
 def register(registry: Registry) -> None:

@@ -20,6 +20,7 @@ from typing import Iterator
 import numpy as np
 
 from speech.errors import UserError
+from speech.models.voices import PicoFiles, svox_pico
 from speech.types import AudioChunk
 
 from .text import clean_text
@@ -36,10 +37,7 @@ _VOICE = b"speech"
 class PicoEngine:
     """One Pico system with one voice loaded; `synth` is serialised by a lock."""
 
-    def __init__(self, language: str, lang_dir: str) -> None:
-        from speech.models.voices import svox_pico
-
-        files = svox_pico(language, lang_dir)
+    def __init__(self, files: PicoFiles) -> None:
         lib = ctypes.CDLL(str(files.library))
         for name in ("pico_initialize", "pico_loadResource", "pico_getResourceName", "pico_createVoiceDefinition",
                      "pico_addResourceToVoiceDefinition", "pico_newEngine", "pico_putTextUtf8", "pico_getData",
@@ -143,11 +141,6 @@ class PicoSynthesizer:
 
 
 def create(config: PicoConfig, registry) -> PicoSynthesizer:
-    from speech.models.voices import PICO_LOCALES
-
-    locale = PICO_LOCALES.get(config.language.lower())
-    if locale is None:
-        raise UserError(f"SVOX Pico has no voice for {config.language!r}; it speaks "
-                        f"{', '.join(sorted(set(PICO_LOCALES)))} (use --voice espeak for other languages)")
-    engine_ = registry.shared(("pico", locale, config.lang_dir), lambda: PicoEngine(config.language, config.lang_dir))
+    files = svox_pico(config.language, config.lang_dir)  # languages that share a voice share its engine
+    engine_ = registry.shared(("pico", files), lambda: PicoEngine(files))
     return PicoSynthesizer(config, engine_)
