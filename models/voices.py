@@ -111,3 +111,50 @@ def pico_installed(language: str = "") -> bool:
     except UserError:
         return False
     return True
+
+
+# Festival's voices (Debian main: festival and a festvox-* package): language -> (voice, package).
+# Catalan speaks the HTS voice "ona" of the UPC (festvox-ca-ona-hts), which Whisper base understood
+# better than SVOX Pico's Spanish voice reading Catalan (docs/synthesis.md "Voices").
+FESTIVAL_VOICES = {"ca": ("upc_ca_ona_hts", "festvox-ca-ona-hts")}
+FESTIVAL_DIRS = ("/usr/share/festival/voices",)
+
+
+@dataclass(frozen=True)
+class FestivalVoice:
+    program: Path  # the festival interpreter
+    name: str  # the voice, as festival's (voice_<name>) selects it
+    folder: Path  # where its files are
+
+
+def festival_install(language: str) -> str:
+    package = FESTIVAL_VOICES[language][1]
+    return f"`apt-get install festival {package}` (Debian main; scripts/setup.sh installs it)"
+
+
+def festival_voice(language: str, voice_dirs: tuple[str, ...] = FESTIVAL_DIRS) -> FestivalVoice:
+    """Festival and its voice for `language`, checked on disk (nothing is started)."""
+    import shutil
+
+    base = language.lower().split("-")[0]
+    if base not in FESTIVAL_VOICES:
+        raise UserError(f"Festival has no voice here for {language!r}; it speaks {', '.join(FESTIVAL_VOICES)} "
+                        "(--voice espeak speaks the others)")
+    name = FESTIVAL_VOICES[base][0]
+    program = shutil.which("festival")
+    if program is None:
+        raise UserError(f"Festival is not installed: {festival_install(base)}")
+    for root in voice_dirs:
+        found = sorted(Path(root).expanduser().glob(f"*/{name}"))
+        if found:
+            return FestivalVoice(Path(program), name, found[0])
+    raise UserError(f"Festival's voice {name} is not installed: {festival_install(base)}")
+
+
+def festival_installed(language: str) -> bool:
+    """Whether Festival and its voice for `language` are installed."""
+    try:
+        festival_voice(language)
+    except UserError:
+        return False
+    return True

@@ -18,6 +18,10 @@ for pkg in apertium apertium-eng-spa apertium-es-pt apertium-fr-es apertium-spa-
     apertium-cat-ita apertium-fra-cat; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
+# Festival and its Catalan HTS voice (Debian main; tts/festival.py): the default Catalan voice.
+for pkg in festival festvox-ca-ona-hts; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
+done
 # SVOX Pico (Debian non-free: its voice data ships without source): the Spanish, French, German and
 # Italian voices (tts/pico.py), far more intelligible than eSpeak NG's. SPEECH_NO_NONFREE=1 skips it
 # (eSpeak NG then speaks those languages).

@@ -155,6 +155,7 @@ def check_synthesis() -> list[Check]:
     except Exception as e:  # noqa: BLE001 - report, never crash
         out.append(Check("Piper voice en-US joe (embedded; English default)", False, str(e), piper_fix))
     out.append(check_pico())
+    out.append(check_festival())
     espeak_fix = _pip("espeak")
     try:
         from speech.tts.espeak import engine
@@ -172,14 +173,31 @@ def check_synthesis() -> list[Check]:
 
 def check_pico() -> Check:
     from speech.models.voices import PICO_INSTALL, PICO_LOCALES, pico_installed
-    from speech.tts.backends import PICO_DEFAULT
+    from speech.tts.backends import FESTIVAL_DEFAULT, PICO_DEFAULT
 
     languages = ", ".join(PICO_DEFAULT)
-    name = f"SVOX Pico (Debian non-free; the default voice for {languages})"
+    second = ", ".join(lang for lang in PICO_DEFAULT if lang in FESTIVAL_DEFAULT)  # where Festival comes first
+    name = (f"SVOX Pico (Debian non-free; the default voice for "
+            f"{', '.join(lang for lang in PICO_DEFAULT if lang not in FESTIVAL_DEFAULT)}"
+            f"{f', and {second} without Festival' if second else ''})")
     have = sorted({locale for lang, locale in PICO_LOCALES.items() if pico_installed(lang)})
     if not have:  # optional: eSpeak NG speaks those languages without it
         return Check(name, False, f"not installed: eSpeak NG speaks {languages} instead", PICO_INSTALL, required=False)
     return Check(name, True, f"voices {', '.join(have)}", required=False)
+
+
+def check_festival() -> Check:
+    from speech.models.voices import FESTIVAL_VOICES, festival_install, festival_installed
+
+    languages = ", ".join(FESTIVAL_VOICES)
+    name = f"Festival (Debian; the default voice for {languages})"
+    have = [lang for lang in FESTIVAL_VOICES if festival_installed(lang)]
+    if not have:  # optional: SVOX Pico or eSpeak NG speak those languages without it
+        missing = next(iter(FESTIVAL_VOICES))
+        return Check(name, False, f"not installed: Pico or eSpeak NG speak {languages} instead",
+                     festival_install(missing), required=False)
+    return Check(name, True, "voices " + ", ".join(f"{lang} ({FESTIVAL_VOICES[lang][0]})" for lang in have),
+                 required=False)
 
 
 # --- audio -------------------------------------------------------------------------------------

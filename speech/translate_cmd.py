@@ -33,8 +33,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--play", action="store_true", help="play the translated speech through the speakers")
     parser.add_argument("--compact", action="store_true", help="write the chunks back to back, without the waits")
     parser.add_argument("--voice", default="default",
-                        help="synthesiser: default (piper-joe for en; pico for es, fr, de, it, ca, gl, pt where SVOX "
-                             "Pico is installed; else espeak), piper-joe, pico, espeak, "
+                        help="synthesiser: default (piper-joe for en; festival for ca where Festival's Catalan voice is "
+                             "installed; pico for es, fr, de, it, ca, gl, pt where SVOX Pico is installed; else "
+                             "espeak), piper-joe, festival, pico, espeak, "
                              "espeak:<eSpeak voice> (e.g. espeak:pt-br+m3), espeak:<path to an eSpeak voice file>, "
                              "or a local Piper .onnx voice")
     parser.add_argument("--codec", default="pcm16", choices=("pcm16", "opus"), help="codec between TTS and the listener")

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from speech.errors import UserError
+from speech.processes import stop_process
 
 from .hypothesis import EngineFailed
 from .languages import NAMES
@@ -155,7 +156,7 @@ class ApertiumProcess:
         # The mode's pipeline with -z on every program (`script`: a stand-in, for tests).
         self._script = script if script is not None else subprocess.run(
             ["apertium-wblank-mode", "-z", str(mode_file)], capture_output=True, text=True, check=True).stdout
-        self._finalizer = weakref.finalize(self, _stop, [None])  # replaced on start
+        self._finalizer = weakref.finalize(self, stop_process, [None])  # replaced on start
 
     def _start(self) -> None:
         if self._stderr is not None:
@@ -168,7 +169,7 @@ class ApertiumProcess:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, start_new_session=True,
         )
         self._finalizer.detach()
-        self._finalizer = weakref.finalize(self, _stop, [self._proc])
+        self._finalizer = weakref.finalize(self, stop_process, [self._proc])
 
     def translate(self, text: str) -> str:
         request = escape(text)
@@ -232,35 +233,12 @@ class ApertiumProcess:
         return self._stderr.read().decode("utf-8", "replace").strip()[-300:]
 
     def _kill(self) -> None:
-        self._finalizer()  # runs _stop once
+        self._finalizer()  # runs stop_process once
         self._proc = None
 
     def close(self) -> None:
         with self._lock:
             self._kill()
-
-
-def _stop(box: list) -> None:
-    """End a pipeline: EOF first (the programs exit on their own), then the whole session."""
-    import signal
-
-    proc = box[0]
-    if proc is None:
-        return
-    exited = proc.poll() is not None
-    try:
-        proc.stdin.close()
-        if not exited:
-            proc.wait(timeout=1)
-            return
-    except (OSError, subprocess.TimeoutExpired):
-        pass
-    # Still running, or bash is gone (killed) while programs of its group may live on.
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    proc.wait()
 
 
 class ApertiumTranslator:

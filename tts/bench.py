@@ -336,6 +336,7 @@ def run(args: argparse.Namespace) -> int:
     from speech.backends import default_registry
     from speech.errors import UserError
 
+    from .backends import check_voice
     from .pace import pace_options
 
     args.pace = pace_options(args)
@@ -350,6 +351,7 @@ def run(args: argparse.Namespace) -> int:
     for p in pairs:
         if p.count("-") != 1:
             raise UserError(f"--pairs: {p!r} is not source-target (for example en-es)")
+        check_voice(registry, p.split("-")[1], args.voice)  # refused once, not once per clip
     if args.long:
         from .longtalk import run_long_talk
 

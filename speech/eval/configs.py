@@ -144,7 +144,7 @@ def versions() -> dict[str, str]:
             out[dist] = version(dist)
         except PackageNotFoundError:
             pass
-    for package in ("libttspico0", "apertium"):  # Debian packages behind the default voices and paths
+    for package in ("libttspico0", "festvox-ca-ona-hts", "apertium"):  # Debian packages behind the default voices and paths
         try:
             found = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", package], capture_output=True, text=True,
                                    timeout=5)

@@ -133,3 +133,13 @@ def test_tts_set_reaches_only_the_synthesiser_that_knows_the_option():
     with pytest.raises(UserError, match="'konsonants' .* not one of"):  # before any clip is synthesised
         tts_options(registry, "pt", "espeak", ["attributes=konsonants 1"])
     assert tts_options(registry, "pt", "espeak", ["attributes=flutter 0"]) == {"attributes": "flutter 0"}
+
+
+def test_a_voice_that_does_not_speak_a_pair_target_is_refused_before_any_clip():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "speech.cli", "bench", "s2st", "--text-only", "--pairs", "en-es,en-gl",
+                           "--voice", "festival", "--json"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stdout == ""
+    assert "voice 'festival' speaks ca, not 'es'" in done.stderr and "s2st en-es" not in done.stderr
