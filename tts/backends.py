@@ -81,8 +81,8 @@ def check_voice(registry: Registry, language: str, voice: str = "default") -> st
 
 def create_synthesizer(registry: Registry, language: str, voice: str = "default", **options: Any):
     """A synthesiser for `language`. `voice`: "default", a registered name ("piper-joe", "pico",
-    "festival", "espeak"), "espeak:<eSpeak voice>" (for example "espeak:pt-br"), "espeak:<path to an eSpeak
-    voice file>", or a local Piper voice "path/to/x.onnx"."""
+    "festival", "espeak"), "espeak:<eSpeak voice>" (for example "espeak:pt-br"), "espeak:<path to
+    an eSpeak voice file>", or a local Piper voice "path/to/x.onnx"."""
     voice = voice or "default"
     name = check_voice(registry, language, voice)
     if voice.endswith(".onnx"):
