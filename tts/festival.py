@@ -110,13 +110,13 @@ class FestivalProcess:
         if self._proc is None:
             self._start()
         self._calls += 1
-        wav = Path(self._folder.name, f"{self._calls % 2}.wav")
+        wav = Path(self._folder.name, "piece.wav")
         wav.unlink(missing_ok=True)
         # each top-level token's first segment start ("-": a token festival says nothing for)
         self._send(
             f'(set! hts_engine_params (append speech::params (list (list "-r" {speed:.3f}))))\n'
             f"(set! speech::utt (utt.synth (Utterance Text {scheme_string(latin1(text))})))\n"
-            f'(utt.save.wave speech::utt "{wav}" \'riff)\n'
+            f"(utt.save.wave speech::utt {scheme_string(str(wav))} 'riff)\n"
             "(mapcar (lambda (tok) (if (not (item.parent tok)) (if (item.daughter1 tok) (format t \"@w %s\\n\" "
             "(item.feat tok \"daughter1.R:SylStructure.daughter1.daughter1.segment_start\")) "
             "(format t \"@w -\\n\")))) (utt.relation.items speech::utt 'Token))\n"
