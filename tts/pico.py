@@ -23,7 +23,7 @@ from speech.errors import UserError
 from speech.models.voices import PicoFiles, svox_pico
 from speech.types import AudioChunk
 
-from .text import clean_text
+from .text import clean_text, ends_clause, ends_sentence
 
 SAMPLE_RATE = 16000
 _MEMORY = 2_500_000  # the work memory pico2wave gives one system
@@ -32,6 +32,10 @@ _RESET_SOFT = 0x10
 _NAME_SIZE = 200  # pico_Retstring
 _PULL_BYTES = 4096  # per pico_getData call (it returns at most this many bytes)
 _VOICE = b"speech"
+
+
+class PicoFailed(RuntimeError):
+    """Pico refused or failed to synthesise a text."""
 
 
 class PicoEngine:
@@ -80,7 +84,7 @@ class PicoEngine:
                     status = self._lib.pico_putTextUtf8(self._engine, data, ctypes.c_short(min(len(data), 32767)),
                                                         ctypes.byref(put))
                     if status != 0:
-                        raise RuntimeError(f"SVOX Pico refused the text {text[:40]!r} ({status})")
+                        raise PicoFailed(f"SVOX Pico refused the text {text[:40]!r} ({status})")
                     data = data[put.value:]
                     while True:
                         status = self._lib.pico_getData(self._engine, buffer, ctypes.c_short(_PULL_BYTES),
@@ -89,7 +93,7 @@ class PicoEngine:
                         if status == _STEP_IDLE:
                             break
                         if status != _STEP_BUSY:
-                            raise RuntimeError(f"SVOX Pico synthesis failed on {text[:40]!r} ({status})")
+                            raise PicoFailed(f"SVOX Pico synthesis failed on {text[:40]!r} ({status})")
             except BaseException:
                 self._lib.pico_resetEngine(self._engine, _RESET_SOFT)  # the next piece starts clean
                 raise
@@ -134,10 +138,29 @@ class PicoSynthesizer:
             return
         if not 0.5 <= speed <= 2.5:
             raise ValueError(f"Pico speed must be between 0.5 and 2.5, got {speed:g}")
-        level = round(self.config.speed_percent * speed)
-        spoken = text if level == 100 else f'<speed level="{level}">{text}</speed>'
-        samples = self._engine.synth(spoken) * np.float32(self.config.gain)
+        samples = self._speak(text, round(self.config.speed_percent * speed)) * np.float32(self.config.gain)
         yield AudioChunk(samples, self.sample_rate, start=0.0, seq=0, text=text)
+
+    def _speak(self, text: str, level: int) -> np.ndarray:
+        try:
+            return self._engine.synth(text if level == 100 else f'<speed level="{level}">{text}</speed>')
+        except PicoFailed:
+            # Pico fails on some long sentences (38 words of Italian, 270 characters, where 37 pass):
+            # spoken in two halves, cut at the clause boundary nearest the middle
+            words = text.split()
+            if len(words) < 8:
+                raise
+            cut = halfway(words)
+            return np.concatenate([self._speak(" ".join(words[:cut]), level), self._speak(" ".join(words[cut:]), level)])
+
+
+def halfway(words: list[str]) -> int:
+    """Where to cut a run of words in two: after the clause or sentence end nearest the middle
+    (within its middle half), else in the middle."""
+    middle = len(words) // 2
+    ends = [i + 1 for i, w in enumerate(words[:-1]) if ends_clause(w) or ends_sentence(w)]
+    near = [i for i in ends if abs(i - middle) <= len(words) // 4]
+    return min(near, key=lambda i: abs(i - middle)) if near else middle
 
 
 def create(config: PicoConfig, registry) -> PicoSynthesizer:

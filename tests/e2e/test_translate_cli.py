@@ -60,7 +60,7 @@ def test_clear_errors_for_bad_input(tmp_path):
     missing = speech("translate", str(tmp_path / "nope.wav"), "--source", "en", "--target", "es")
     assert missing.returncode == 2 and "nope.wav: no such file" in missing.stderr
     bad_voice = speech("translate", str(CLIP), "--source", "pt", "--target", "en", "--voice", "robot")
-    assert bad_voice.returncode == 2 and "unknown voice 'robot'; available: espeak, festival, pico, piper-joe" in bad_voice.stderr
+    assert bad_voice.returncode == 2 and "unknown voice 'robot'; available: espeak, festival, kokoro, pico, piper-joe" in bad_voice.stderr
     bad_lang = speech("translate", str(CLIP), "--source", "pt", "--target", "tlh")
     assert bad_lang.returncode == 2 and "no language 'tlh'" in bad_lang.stderr
     bad_rate = speech("translate", str(CLIP), "--source", "pt", "--target", "en", "--codec", "opus",

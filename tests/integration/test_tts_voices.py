@@ -169,7 +169,7 @@ def test_unspeakable_characters_and_unknown_voices(registry, piper):
     assert abs(len(with_emoji) - len(plain)) < 0.05 * 22050  # the emoji is not read out
     with pytest.raises(UserError, match="eSpeak NG has no language 'xx'; available: .*es"):
         create_synthesizer(registry, "xx")
-    with pytest.raises(UserError, match="unknown voice 'nope'; available: espeak, festival, pico, piper-joe"):
+    with pytest.raises(UserError, match="unknown voice 'nope'; available: espeak, festival, kokoro, pico, piper-joe"):
         create_synthesizer(registry, "es", "nope")
     with pytest.raises(UserError, match="speaks en, not 'es'"):
         create_synthesizer(registry, "es", "piper-joe")

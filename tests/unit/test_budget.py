@@ -33,6 +33,8 @@ def test_plan_never_gives_an_engine_more_than_its_share(cores, sessions, branche
     # llama contexts of every live branch together use at most the cores (at least one each).
     assert b.threads("llama") * sessions * branches <= max(cores, sessions * branches)
     assert b.threads("onnx") == b.threads("vad") == 1
+    # Kokoro: two threads at most, and only where every live branch has the cores for them
+    assert 1 <= b.threads("kokoro") <= 2 and (b.threads("kokoro") == 1 or cores >= 2 * sessions * branches)
 
 
 def test_plan_on_two_cores():
@@ -41,6 +43,7 @@ def test_plan_on_two_cores():
     # and split llama.cpp's threads.
     assert (one.threads("whisper"), one.threads("whisper_workers"), one.threads("llama")) == (2, 1, 2)
     assert (two.threads("whisper"), two.threads("whisper_workers"), two.threads("llama")) == (2, 1, 1)
+    assert (one.threads("kokoro"), two.threads("kokoro")) == (2, 1)
     assert total_compute_threads(two) == 4 and total_compute_threads(one) == 4
     big = ThreadBudget(16, 8)
     assert (big.threads("whisper_workers"), big.threads("whisper"), big.threads("llama")) == (4, 4, 2)

