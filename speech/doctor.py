@@ -159,7 +159,7 @@ def check_synthesis() -> list[Check]:
     out.append(check_kokoro())
     espeak_fix = _pip("espeak")
     try:
-        from speech.tts.espeak import engine
+        from speech.tts.espeak_engine import engine
 
         voices = engine().voices
         languages = sorted({v.split("/")[-1] for v in voices.values()})

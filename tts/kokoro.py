@@ -163,7 +163,7 @@ class KokoroSynthesizer:
 
 
 def create(config: KokoroConfig, registry) -> KokoroSynthesizer:  # noqa: ANN001
-    from .espeak import engine
+    from .espeak_engine import engine
 
     threads = registry.threads("kokoro", config.threads)
     model = registry.shared(("kokoro", config.model, config.voices, threads),

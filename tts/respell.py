@@ -1,6 +1,6 @@
 """Text respelt for a voice that speaks a language it has no rules for.
 
-eSpeak NG has no Galician: Galician text is read by the Spanish voice (`tts.espeak.PREFERRED_VOICE`),
+eSpeak NG has no Galician: Galician text is read by the Spanish voice (`tts.espeak_engine.PREFERRED_VOICE`),
 whose spelling rules get two things wrong that a listener (and the round-trip judge) hears at once:
 
 - "x" is /ʃ/ in most Galician words ("xente", "hoxe", "dixo"), which the Spanish rules read /ks/;

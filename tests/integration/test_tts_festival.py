@@ -21,13 +21,11 @@ from speech.models.voices import FestivalVoice  # noqa: E402
 from speech.tts import backends  # noqa: E402
 from speech.tts.festival import FestivalFailed, FestivalProcess, latin1, scheme_string  # noqa: E402
 
+from .voice_judge import roundtrip_rates, speak  # noqa: E402
+
 CA = "El comitè es tornarà a reunir la setmana que ve per parlar del pressupost de la biblioteca."
 # FLORES-101 devtest lines 101-110 in Catalan are read from the shared data (more_texts)
 LINES = 10
-
-
-def speak(synth, text: str, speed: float = 1.0) -> np.ndarray:
-    return np.concatenate([c.samples for c in synth.synthesize(text, speed=speed)])
 
 
 def stand_in(tmp_path: Path, body: str) -> FestivalVoice:
@@ -74,27 +72,12 @@ if not voices.festival_installed("ca"):
 def test_festival_is_the_default_catalan_voice_and_beats_pico_reading_catalan(registry):
     pytest.importorskip("faster_whisper")
     from speech.tts.backends import create_synthesizer
-    from speech.tts.bench import DEFAULT_MANIFEST, more_texts
-    from speech.tts.roundtrip import roundtrip
-
-    if not Path(DEFAULT_MANIFEST).is_file():
-        pytest.skip(f"no shared data at {DEFAULT_MANIFEST}")
     synth = create_synthesizer(registry, "ca")
     assert type(synth).__name__ == "FestivalSynthesizer" and synth.sample_rate == 16000
     audio = speak(synth, CA)
     assert 3.0 < len(audio) / 16000 < 9.0
     assert 0.03 < float(np.sqrt(np.mean(audio**2))) and np.abs(audio).max() < 0.99
-    texts = [c["ref_ca"] for c in more_texts(Path(DEFAULT_MANIFEST), "ca", LINES, 100)]
-    totals = {}
-    for voice in ("festival", "pico"):
-        if voice == "pico" and not voices.pico_installed("ca"):
-            continue
-        s = create_synthesizer(registry, "ca", voice)
-        errors = words = 0
-        for text in texts:
-            e, _ = roundtrip(registry, speak(s, text), s.sample_rate, text, "ca")
-            errors, words = errors + e.errors, words + e.words
-        totals[voice] = errors / words
+    totals = roundtrip_rates(registry, "ca", ("festival", "pico"), LINES)
     # measured: festival 16-19 %, pico 35-37 % on these lines
     assert totals["festival"] <= 0.25, totals
     assert totals["festival"] < totals.get("pico", 1.0), totals

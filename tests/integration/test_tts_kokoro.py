@@ -17,12 +17,10 @@ from speech.models import voices  # noqa: E402
 from speech.tts import backends  # noqa: E402
 from speech.tts.kokoro import MAX_TOKENS, kokoro_phonemes  # noqa: E402
 
+from .voice_judge import roundtrip_rates, speak  # noqa: E402
+
 PT = "O comitê voltará a se reunir na próxima semana para discutir o orçamento da biblioteca."
 LINES = 10  # FLORES-101 devtest lines 101-110 in Portuguese, from the shared data
-
-
-def speak(synth, text: str, speed: float = 1.0) -> np.ndarray:
-    return np.concatenate([c.samples for c in synth.synthesize(text, speed=speed)])
 
 
 def test_espeak_ties_become_kokoro_symbols():
@@ -70,27 +68,12 @@ if not voices.kokoro_installed():
 def test_kokoro_is_the_default_portuguese_voice_and_beats_pico_reading_portuguese(registry):
     pytest.importorskip("faster_whisper")
     from speech.tts.backends import create_synthesizer
-    from speech.tts.bench import DEFAULT_MANIFEST, more_texts
-    from speech.tts.roundtrip import roundtrip
-
-    if not Path(DEFAULT_MANIFEST).is_file():
-        pytest.skip(f"no shared data at {DEFAULT_MANIFEST}")
     synth = create_synthesizer(registry, "pt")
     assert type(synth).__name__ == "KokoroSynthesizer" and synth.sample_rate == 24000
     audio = speak(synth, PT)
     assert 3.0 < len(audio) / 24000 < 9.0
     assert 0.03 < float(np.sqrt(np.mean(audio**2))) and np.abs(audio).max() < 0.99
-    texts = [c["ref_pt"] for c in more_texts(Path(DEFAULT_MANIFEST), "pt", LINES, 100)]
-    totals = {}
-    for voice in ("kokoro", "pico"):
-        if voice == "pico" and not voices.pico_installed("pt"):
-            continue
-        s = create_synthesizer(registry, "pt", voice)
-        errors = words = 0
-        for text in texts:
-            e, _ = roundtrip(registry, speak(s, text), s.sample_rate, text, "pt")
-            errors, words = errors + e.errors, words + e.words
-        totals[voice] = errors / words
+    totals = roundtrip_rates(registry, "pt", ("kokoro", "pico"), LINES)
     # measured on these lines, whole sentences: kokoro 4-6 %, pico 19-22 %
     assert totals["kokoro"] <= 0.10, totals
     assert totals["kokoro"] < totals.get("pico", 1.0) - 0.05, totals

@@ -1,4 +1,4 @@
-"""The Italian, Catalan and Galician eSpeak NG voices as tuned (`tts.espeak.PREFERRED_VOICE`,
+"""The Italian, Catalan and Galician eSpeak NG voices as tuned (`tts.espeak_engine.PREFERRED_VOICE`,
 `TUNED_VOICES`, `tts.respell`), judged by the project's recogniser on FLORES-101 lines used to tune
 them: each keeps a round-trip floor, and the Italian and Catalan voices as eSpeak ships them, at
 the other eSpeak voices' pace (135 words a minute, 30 ms between words), are heard clearly worse

@@ -20,6 +20,8 @@ from speech.tts import backends  # noqa: E402
 from speech.tts.backends import create_synthesizer  # noqa: E402
 from speech.tts.roundtrip import roundtrip  # noqa: E402
 
+from .voice_judge import speak  # noqa: E402
+
 pytestmark = pytest.mark.slow
 
 if not voices.pico_installed("es"):
@@ -33,10 +35,6 @@ TEXTS = {
     "ca": "El comitè es tornarà a reunir la setmana que ve per parlar del pressupost de la biblioteca.",
     "pt": "O comitê vai se reunir de novo na próxima semana para discutir o orçamento da biblioteca.",
 }
-
-
-def speak(synth, text: str, speed: float = 1.0) -> np.ndarray:
-    return np.concatenate([c.samples for c in synth.synthesize(text, speed=speed)])
 
 
 def voiced_s(audio: np.ndarray, rate: int) -> float:

@@ -120,7 +120,7 @@ def test_espeak_voice_attributes_louder_consonants_no_clipping(registry, tmp_pat
     errors, heard = roundtrip(registry, tuned, rate, text, "pt")
     assert errors.wer <= 0.4, heard
     # a user's voice file at a path eSpeak could not read itself (capitals; it lower-cases paths)
-    from speech.tts.espeak import engine
+    from speech.tts.espeak_engine import engine
 
     user = tmp_path / "My Voices" / "Clear"
     user.parent.mkdir()
@@ -156,7 +156,7 @@ def test_portuguese_r_sounds_replaced_are_heard(registry):
 
 
 def test_espeak_variant_names_keep_their_case(registry):
-    from speech.tts.espeak import engine
+    from speech.tts.espeak_engine import engine
 
     assert engine().resolve("pt", "pt-br+Henrique").endswith("+Henrique")  # the file name is case-sensitive
     assert engine().resolve("es", "es+m3").endswith("+m3")

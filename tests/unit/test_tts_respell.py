@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from speech.tts.espeak import PREFERRED_VOICE, TUNED_VOICES, EspeakConfig, EspeakSynthesizer, tuned_voice
+from speech.tts.espeak import TUNED_VOICES, EspeakConfig, EspeakSynthesizer, tuned_voice
+from speech.tts.espeak_engine import PREFERRED_VOICE
 from speech.tts.respell import galician_for_spanish, respeller
 
 
