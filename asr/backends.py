@@ -37,6 +37,12 @@ DEFAULT_POLICY = {
     "pocketsphinx": "local-agreement-2",
 }
 
+# Where a source language measured better with other policy settings (docs/asr.md, "Deep
+# context"): Portuguese speech commits middling-probability words once 1 s of audio follows them.
+LANGUAGE_POLICY = {
+    ("whisper-base", "pt"): "stable:deep_margin_s=1.0",
+}
+
 _WHISPER = ("faster_whisper", "ctranslate2")
 
 

@@ -10,6 +10,8 @@ already removed), so a policy only decides how long a prefix of it to commit now
   end of the audio decoded and Whisper gave it probability >= `min_probability`. Words well inside
   the audio window, decoded confidently, rarely change, so most words no longer wait one more
   update. `agree_margin_s` (0.2 s): agreement counts only if the earlier sighting had right context.
+  `deep_margin_s` (off unless set): a word of middling probability is settled too once that much
+  audio follows it.
 
 At a pause found by the VAD the stage closes the segment and commits its whole tail with `flush`,
 whatever the policy (as whisper_streaming's voice-activity controller does).
@@ -76,12 +78,21 @@ class StableCommitConfig:
     # 40 ms of "dividing", "hole" for "whole") is often repeated by the next decode and still wrong.
     # 0.2 measured best (docs/asr.md: tiny.en WER 8.48 -> 7.77 % at +0.03 s median lag).
     agree_margin_s: float = 0.2
+    # Deep context: a word of middling probability (>= deep_min_probability) also counts as settled
+    # once deep_margin_s of audio follows it. Whisper base gives the first second of a segment low
+    # probabilities, so without it those words wait for a second decode. None: off (the measured
+    # per-language settings are in asr/backends.py, LANGUAGE_POLICY).
+    deep_margin_s: float | None = None
+    deep_min_probability: float = 0.3
 
 
 class StableCommit:
     """LocalAgreement-2, plus early commit of settled, confident words."""
 
-    def __init__(self, margin_s: float = 0.3, min_probability: float = 0.6, agree_margin_s: float = 0.2) -> None:
+    def __init__(self, margin_s: float = 0.3, min_probability: float = 0.6, agree_margin_s: float = 0.2,
+                 deep_margin_s: float | None = None, deep_min_probability: float = 0.3) -> None:
+        self.deep_margin_s = deep_margin_s
+        self.deep_min_probability = deep_min_probability
         self.margin_s = margin_s
         self.min_probability = min_probability
         self.agree_margin_s = agree_margin_s
@@ -91,7 +102,10 @@ class StableCommit:
     def _settled(self, word: Word, now: float) -> bool:
         if word.end is None or word.end > now - self.margin_s:
             return False
-        return word.probability is None or word.probability >= self.min_probability
+        if word.probability is None or word.probability >= self.min_probability:
+            return True
+        return (self.deep_margin_s is not None and word.end <= now - self.deep_margin_s
+                and word.probability >= self.deep_min_probability)
 
     def _had_context(self, k: int) -> bool:
         """Whether the previous hypothesis's word k ended `agree_margin_s` before its audio's end."""
@@ -122,4 +136,5 @@ def make_local_agreement(config: LocalAgreementConfig, registry: object) -> Loca
 
 
 def make_stable_commit(config: StableCommitConfig, registry: object) -> StableCommit:
-    return StableCommit(config.margin_s, config.min_probability, config.agree_margin_s)
+    return StableCommit(config.margin_s, config.min_probability, config.agree_margin_s,
+                        config.deep_margin_s, config.deep_min_probability)

@@ -197,15 +197,19 @@ def parse_options(text: str) -> dict[str, float]:
     return out
 
 
-def create_policy(registry: Registry, model: str, policy: str) -> Any:
-    """A commit policy from "name" or "name:option=value,...", "default" = best for the model."""
-    from .backends import DEFAULT_POLICY
+def create_policy(registry: Registry, model: str, policy: str, language: str = "") -> Any:
+    """A commit policy from "name" or "name:option=value,...", "default" = best for the model and
+    source language (options after "default:" override the measured ones)."""
+    from .backends import DEFAULT_POLICY, LANGUAGE_POLICY
 
     name, _, options = policy.partition(":")
+    measured: dict[str, float] = {}
     if name == "default":
         name = DEFAULT_POLICY.get(model, "local-agreement-2")
+        name, _, tuned = LANGUAGE_POLICY.get((model, language), name).partition(":")
+        measured = parse_options(tuned)
     try:
-        return registry.create("asr-policy", name, **parse_options(options))
+        return registry.create("asr-policy", name, **{**measured, **parse_options(options)})
     except TypeError as e:  # an unknown option name: the registry's message lists the known ones
         raise ValueError(f"--policy {policy}: {e}") from None
 
@@ -225,7 +229,7 @@ def create_asr_stage(registry: Registry, model: str, policy: str, language: str,
     elif language not in ("", "auto", "en") and not hasattr(rec_config, "language"):
         raise ValueError(f"recognizer {model!r} is English-only; it cannot take --language {language}")
     recognizer = registry.create("recognizer", model, rec_config)
-    commit_policy = create_policy(registry, model, policy)
+    commit_policy = create_policy(registry, model, policy, language)
     vad = None
     if options.vad is not None:
         vad = StreamingVad(registry.shared(("silero-vad",), load_silero), options.vad)

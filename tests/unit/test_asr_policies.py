@@ -11,12 +11,12 @@ from speech.types import Word
 
 
 def words(spec: str) -> list[Word]:
-    """'a:0.5 b:1.0' -> words ending at those times, probability 0.9 (suffix '?' = 0.2)."""
+    """'a:0.5 b:1.0' -> words ending at those times, probability 0.9 (suffix '?' = 0.2, '~' = 0.4)."""
     out = []
     for item in spec.split():
         text, _, end = item.partition(":")
-        p = 0.2 if text.endswith("?") else 0.9
-        text = text.rstrip("?")
+        p = 0.2 if text.endswith("?") else 0.4 if text.endswith("~") else 0.9
+        text = text.rstrip("?~")
         e = float(end) if end else None
         out.append(Word(text, None if e is None else e - 0.2, e, p))
     return out
@@ -106,6 +106,29 @@ def test_without_agree_margin_an_edge_word_commits_on_agreement():
     assert got == [("", "a"), ("a", "b")]
 
 
+# deep_margin_s: a word of middling probability (0.4 here) commits once 1 s of audio follows it.
+DEEP_CASES = [
+    ("a middling word with a second of right context commits", [("a~:0.5 b:1.9", 2.0)], [("a", "b")]),
+    ("a middling word with less context waits", [("a~:1.2", 2.0)], [("", "a")]),
+    ("an unconfident word waits however deep", [("a?:0.5 b:1.2", 2.0)], [("", "a b")]),
+    ("the commit stops at the first word that is neither",
+     [("a~:0.3 b:0.6 c~:1.3", 2.0)], [("a b", "c")]),
+]
+
+
+@pytest.mark.parametrize("name,script,expected", DEEP_CASES, ids=[c[0] for c in DEEP_CASES])
+def test_stable_commit_deep_context(name, script, expected):
+    policy = StableCommit(margin_s=0.3, min_probability=0.6, agree_margin_s=0.2, deep_margin_s=1.0,
+                          deep_min_probability=0.3)
+    assert drive(policy, script) == expected
+
+
+def test_without_deep_margin_a_middling_word_waits_for_agreement():
+    got = drive(StableCommit(margin_s=0.3, min_probability=0.6, agree_margin_s=0.2, deep_margin_s=None),
+                [("a~:0.5 b:1.2", 2.0)])
+    assert got == [("", "a b")]
+
+
 @pytest.mark.parametrize("policy", [LocalAgreement(2), StableCommit()])
 def test_flush_commits_everything_and_forgets(policy):
     policy.update(words("a:0.5 b:0.9"), 1.0)
@@ -133,3 +156,17 @@ def test_commits_are_a_prefix_of_the_hypothesis(hyps, kind):
         hyp = [Word(t, i + j * 0.1, i + j * 0.1 + 0.1, 0.9) for j, t in enumerate(h)]
         committed, tentative = policy.update(hyp, float(i) + 0.5)
         assert committed + tentative == hyp
+
+
+def test_the_default_policy_takes_the_measured_settings_of_the_source_language():
+    from speech.asr.stage import create_policy
+    from speech.backends import default_registry
+
+    registry = default_registry()
+    portuguese = create_policy(registry, "whisper-base", "default", "pt")
+    assert isinstance(portuguese, StableCommit) and portuguese.deep_margin_s == 1.0
+    assert create_policy(registry, "whisper-base", "default", "en").deep_margin_s is None
+    assert create_policy(registry, "whisper-tiny.en", "default", "pt").deep_margin_s is None
+    # options after "default:" override the measured ones; a named policy takes none of them
+    assert create_policy(registry, "whisper-base", "default:deep_margin_s=1.5", "pt").deep_margin_s == 1.5
+    assert create_policy(registry, "whisper-base", "stable", "pt").deep_margin_s is None
