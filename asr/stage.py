@@ -214,6 +214,12 @@ def create_policy(registry: Registry, model: str, policy: str, language: str = "
         raise ValueError(f"--policy {policy}: {e}") from None
 
 
+def tuned_language(rec_config: Any, language: str) -> str:
+    """The source language whose measured policy settings apply, "" for none: they were measured
+    on the embedded weights, so a user's own model (a local folder, a hub id) takes the model's."""
+    return language if getattr(rec_config, "model", "base") in ("base", "tiny.en") else ""
+
+
 def create_asr_stage(registry: Registry, model: str, policy: str, language: str, clock: Clock,
                      log: EventLog, options: AsrOptions | None = None,
                      recognizer_options: dict[str, Any] | None = None, **model_options: Any) -> AsrStage:
@@ -229,7 +235,7 @@ def create_asr_stage(registry: Registry, model: str, policy: str, language: str,
     elif language not in ("", "auto", "en") and not hasattr(rec_config, "language"):
         raise ValueError(f"recognizer {model!r} is English-only; it cannot take --language {language}")
     recognizer = registry.create("recognizer", model, rec_config)
-    commit_policy = create_policy(registry, model, policy, language)
+    commit_policy = create_policy(registry, model, policy, tuned_language(rec_config, language))
     vad = None
     if options.vad is not None:
         vad = StreamingVad(registry.shared(("silero-vad",), load_silero), options.vad)

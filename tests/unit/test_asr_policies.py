@@ -170,3 +170,13 @@ def test_the_default_policy_takes_the_measured_settings_of_the_source_language()
     # options after "default:" override the measured ones; a named policy takes none of them
     assert create_policy(registry, "whisper-base", "default:deep_margin_s=1.5", "pt").deep_margin_s == 1.5
     assert create_policy(registry, "whisper-base", "stable", "pt").deep_margin_s is None
+
+
+def test_a_users_own_whisper_model_takes_no_per_language_settings():
+    from types import SimpleNamespace
+
+    from speech.asr.stage import tuned_language
+
+    assert tuned_language(SimpleNamespace(model="base"), "pt") == "pt"
+    assert tuned_language(SimpleNamespace(model="/models/whisper-large-v3-ct2"), "pt") == ""
+    assert tuned_language(SimpleNamespace(), "pt") == "pt"  # a recogniser without weights to choose
