@@ -93,12 +93,13 @@ def default_route(source: str, target: str, registry: Registry | None = None):  
 # (apertium.py); tuned on lines 200-239 of en-es, es-en, es-pt, pt-es, es-fr, fr-es.
 # The look-ahead (`lookahead`) is on for the re-translation engines, whose calls cost 1-40 ms: on
 # the FLEURS clips the first audio comes 0.3-0.7 s sooner and the listener lag p50 0.55-0.8 s
-# lower, BLEU within 0.4 (docs/translation.md, "Look-ahead"). Gemma stays without it: each look-ahead
-# would rewind its KV cache and decode the sentence again.
+# lower, BLEU within 0.4 (docs/translation.md, "Look-ahead"). Committing the whole shared prefix
+# (`lookahead_hold` 0) took LAAL down 0.15-0.25 s more at BLEU within 0.35. Gemma stays without
+# it: each look-ahead would rewind its KV cache and decode the sentence again.
 DEFAULT_POLICY_OPTIONS: dict[str, dict[str, float | bool]] = {
     "gemma-270m": {"boundary_n": 1, "k": 4, "ratio": 1.2},
-    "apertium": {"boundary_n": 1, "lookahead": True},
-    "bergamot": {"lookahead": True},
+    "apertium": {"boundary_n": 1, "lookahead": True, "lookahead_hold": 0},
+    "bergamot": {"lookahead": True, "lookahead_hold": 0},
 }
 
 

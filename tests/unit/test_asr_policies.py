@@ -165,7 +165,8 @@ def test_the_default_policy_takes_the_measured_settings_of_the_source_language()
     registry = default_registry()
     portuguese = create_policy(registry, "whisper-base", "default", "pt")
     assert isinstance(portuguese, StableCommit) and portuguese.deep_margin_s == 1.0
-    assert create_policy(registry, "whisper-base", "default", "en").deep_margin_s is None
+    assert create_policy(registry, "whisper-base", "default", "en").deep_margin_s == 1.5
+    assert create_policy(registry, "whisper-base", "default", "es").deep_margin_s is None
     assert create_policy(registry, "whisper-tiny.en", "default", "pt").deep_margin_s is None
     # options after "default:" override the measured ones; a named policy takes none of them
     assert create_policy(registry, "whisper-base", "default:deep_margin_s=1.5", "pt").deep_margin_s == 1.5

@@ -189,6 +189,8 @@ def test_committed_target_words_survive_a_pivot_that_changes_between_updates():
 
 def test_policy_defaults_of_a_path_are_those_of_its_last_engine():
     assert backends.default_policy_options("bergamot:en-pt,apertium:pt-es") == backends.default_policy_options("apertium")
+    # the re-translation engines commit the whole prefix their look-ahead shares (docs/translation.md)
+    assert backends.default_policy_options("apertium:es-pt,bergamot:pt-en")["lookahead_hold"] == 0
 
 
 def test_path_bench_restricts_llm_edges_to_keep_scoring_affordable():
