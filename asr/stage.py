@@ -217,7 +217,9 @@ def create_policy(registry: Registry, model: str, policy: str, language: str = "
 def tuned_language(rec_config: Any, language: str) -> str:
     """The source language whose measured policy settings apply, "" for none: they were measured
     on the embedded weights, so a user's own model (a local folder, a hub id) takes the model's."""
-    return language if getattr(rec_config, "model", "base") in ("base", "tiny.en") else ""
+    from speech.models.whisper import EMBEDDED
+
+    return language if getattr(rec_config, "model", EMBEDDED[0]) in EMBEDDED else ""
 
 
 def create_asr_stage(registry: Registry, model: str, policy: str, language: str, clock: Clock,
