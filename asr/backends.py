@@ -23,6 +23,7 @@ class WhisperTinyEnConfig(WhisperConfig):
     language: str | None = "en"
     update_s: float = 0.5
     encoder_pad_s: float | None = 0.5  # encoder window = buffer + 0.5 s (docs/asr.md)
+    full_window_at_close: bool = True  # docs/asr.md: WER 7.42 -> 6.36 % (offline 6.01 %)
 
 
 @dataclass

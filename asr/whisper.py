@@ -36,6 +36,10 @@ class WhisperConfig:
     # Encoder window: None = always 30 s (as Whisper was trained); a number = the buffer plus this
     # much padding (asr/window.py), several times cheaper per decode.
     encoder_pad_s: float | None = None
+    # The last decode of a segment (at a pause, or the end of the stream) with the whole 30-s window
+    # whatever encoder_pad_s: it commits the segment's tail, the words the padded window guesses
+    # worst ("old -a -sposed" for "ill -disposed"), for one full encoder pass per pause.
+    full_window_at_close: bool = False
     trim_s: float = 12.0  # trim the buffer once it holds more than this much audio
     prompt_words: int = 40
     max_new_tokens: int = 96
@@ -148,7 +152,7 @@ class WhisperRecognizer:
 
     def close_segment(self) -> list[Word]:
         """The speaker paused: the segment's last uncommitted words, and a fresh buffer after."""
-        words = self.hypothesis()
+        words = self._decode(full=True) if self.config.full_window_at_close and self.config.encoder_pad_s is not None else self.hypothesis()
         self.commit(words)
         self._audio = np.zeros(0, dtype=np.float32)
         self._in_buffer = 0
@@ -164,10 +168,20 @@ class WhisperRecognizer:
         """Decode the buffer (if it grew) and return the words not yet committed."""
         if self.buffer_end == self._decoded_end:
             return list(self._hypothesis)
+        return self._decode()
+
+    def _decode(self, full: bool = False) -> list[Word]:
+        """Decode the buffer; `full`: with the whole 30-s encoder window (alone, not batched)."""
         if len(self._audio) < SAMPLE_RATE // 10:
             return []
-        decode = self.batcher.transcribe if self.batcher is not None else partial(transcribe_words, self.model)
-        words, language = decode(self._audio, self.config, self.prompt(), self._start)
+        if full:
+            from .window import full_window
+
+            with full_window():
+                words, language = transcribe_words(self.model, self._audio, self.config, self.prompt(), self._start)
+        else:
+            decode = self.batcher.transcribe if self.batcher is not None else partial(transcribe_words, self.model)
+            words, language = decode(self._audio, self.config, self.prompt(), self._start)
         self.decodes += 1
         self.language = language
         self._decoded_end = self.buffer_end

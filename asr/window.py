@@ -9,12 +9,28 @@ audio (`pad_s`); speech/bench asr measures the WER this costs (docs/asr.md).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
 from faster_whisper import WhisperModel
 
 FRAMES_PER_SECOND = 100  # log-mel frames
+
+# Set by `full_window()` for the decodes of one thread: the model is shared between streams.
+_FULL_WINDOW: ContextVar[bool] = ContextVar("whisper_full_window", default=False)
+
+
+@contextmanager
+def full_window() -> Iterator[None]:
+    """Decodes made inside see the whole 30-s window, as Whisper was trained (and as offline)."""
+    token = _FULL_WINDOW.set(True)
+    try:
+        yield
+    finally:
+        _FULL_WINDOW.reset(token)
 
 
 class WindowedWhisperModel(WhisperModel):
@@ -26,6 +42,8 @@ class WindowedWhisperModel(WhisperModel):
         self.min_frames = int(round(min_s * FRAMES_PER_SECOND))
 
     def encode(self, features: np.ndarray) -> Any:
+        if _FULL_WINDOW.get():
+            return super().encode(features)
         frames = window_frames(features, self.pad_frames, self.min_frames)
         return super().encode(np.ascontiguousarray(features[..., :frames]))
 

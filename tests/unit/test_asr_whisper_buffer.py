@@ -110,6 +110,27 @@ def test_close_segment_returns_the_tail_and_empties_the_buffer():
     assert rec.hypothesis()[0].start == 5.0  # times on the source timeline
 
 
+def test_a_segment_closes_with_a_decode_of_the_full_window_when_configured():
+    from speech.asr import window
+
+    class WindowModel(FakeModel):
+        windows: list[bool] = []
+
+        def transcribe(self, audio, **kw):
+            self.windows.append(window._FULL_WINDOW.get())
+            return super().transcribe(audio, **kw)
+
+    for configured, full in ((True, True), (False, False)):
+        model = WindowModel(SCRIPT)
+        model.windows = []
+        rec = WhisperRecognizer(model, WhisperConfig(encoder_pad_s=0.5, full_window_at_close=configured))
+        feed(rec, 0.0, 1.0)
+        assert [w.text for w in rec.hypothesis()] == ["w0", "w1"]
+        # the buffer was just decoded: the close decodes it again only to see the whole window
+        assert [w.text for w in rec.close_segment()] == ["w0", "w1"]
+        assert model.windows == ([False, True] if full else [False])
+
+
 class LoopingModel(FakeModel):
     """Hears the script, then loops into the padding: words timed after the audio's end."""
 

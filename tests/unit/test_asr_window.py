@@ -49,3 +49,17 @@ def ws(text: str) -> list[Word]:
 ])
 def test_cut_repetition(text, kept):
     assert " ".join(w.text for w in cut_repetition(ws(text))) == kept
+
+
+def test_full_window_encodes_the_whole_30_s_inside_its_context_only(monkeypatch):
+    from faster_whisper import WhisperModel
+
+    from speech.asr.window import WindowedWhisperModel, full_window
+
+    model = object.__new__(WindowedWhisperModel)  # no weights: only the window is under test
+    model.pad_frames, model.min_frames = 50, 200
+    monkeypatch.setattr(WhisperModel, "encode", lambda self, f: f.shape[-1])
+    assert model.encode(features(300)) == 350
+    with full_window():
+        assert model.encode(features(300)) == 3000
+    assert model.encode(features(300)) == 350
