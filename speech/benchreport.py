@@ -64,12 +64,14 @@ def render_s2st(data: Any) -> list[str]:
 
 
 def render_long(data: Any) -> list[str]:
-    out = ["| pair | control | listener lag p50 / p90 | worst minute p90 | slope | EndOffset | output/input | words dropped |",
-           "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    out = ["| pair | control | listener lag p50 / p90 | worst minute p90 | minutes p90 > 5 s | slope | EndOffset | "
+           "output/input | words dropped |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in _rows(data):
         per_min = [x for x in r.get("listener_lag_p90_s_per_minute", []) if x is not None]
+        above = f"{sum(x > 5.0 for x in per_min)} of {len(per_min)}" if per_min else "-"
         out.append(f"| {r['pair']} | {r['control']} | {_f(r.get('listener_lag_p50_s'))} / {_f(r.get('listener_lag_p90_s'))} s | "
-                   f"{_f(max(per_min) if per_min else None)} s | {_f(r.get('listener_lag_slope_s_per_min'))} s/min | "
+                   f"{_f(max(per_min) if per_min else None)} s | {above} | {_f(r.get('listener_lag_slope_s_per_min'))} s/min | "
                    f"{_f(r.get('end_offset_s'))} s | {_f(r.get('duration_ratio'))} | {_f(r.get('share_words_dropped'), 1, 100, ' %')} |")
     return out
 
@@ -88,8 +90,9 @@ def render_mt(data: Any) -> list[str]:
 HEADLINES = [
     Headline("s2st", "End to end, 10 FLEURS clips per pair (simulated clock, computation-aware)",
              "bench s2st --limit 10 --json", render_s2st),
-    Headline("longtalk", "A 10-minute talk: the listener's lag, duration control on and off",
-             "bench s2st --long 10 --pairs en-es,en-pt,pt-en --json", render_long),
+    Headline("longtalk", "A 10-minute talk: the listener's lag, duration control on, off and reactive",
+             "bench s2st --long 10 --pairs en-es,en-pt,pt-en --control on,off,reactive --json "
+             "--plot docs/listener_lag_10min.png", render_long),
     Headline("mt", "Simultaneous translation, FLORES-101 devtest lines 1-100, default path per pair",
              "bench mt --pairs en-es,en-fr,es-en,fr-en,en-pt,pt-en --lines 100 --json", render_mt),
     Headline("asr", "Streaming recognition, LibriVox + English FLEURS",

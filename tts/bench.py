@@ -54,7 +54,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="one long talk per pair, built from the shared recordings of the source language: "
                              "listener lag per minute, its slope, EndOffset, duration ratio, control on and off")
     parser.add_argument("--control", default="on,off",
-                        help="--long: duration-control settings to run on the same translated talk (default on,off)")
+                        help="--long: duration-control settings to run on the same translated talk: on, off, "
+                             "reactive (on without its look-ahead) (default on,off)")
     parser.add_argument("--seed", type=int, default=0, help="--long: seed of the clip order and pauses (default 0)")
     parser.add_argument("--plot", metavar="PNG", help="--long: draw listener lag against source time here")
     from .pace import add_pace_arguments

@@ -96,6 +96,10 @@ class TextChunker:
     def waiting(self) -> int:
         return len(self._pending)
 
+    def waiting_words(self) -> list[tuple[str, float | None]]:
+        """The words that wait, each with when its source word was spoken."""
+        return [(p.word.text, p.spoken_time) for p in self._pending]
+
     def deadline(self) -> float | None:
         """When the words that wait will be spoken if nothing else arrives (None: nothing waits)."""
         if not self._pending:

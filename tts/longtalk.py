@@ -4,7 +4,9 @@ A talk is built from the shared recordings of one language (FLEURS, plus LibriVo
 where they speak it), joined with natural pauses of 0.3-1.0 s (seeded) and repeated until it lasts
 MINUTES. It runs on the simulated clock, computation-aware: recognition once per source language,
 translation once per pair, then synthesis once per duration-control setting on the same
-translated stream, so "control on" and "control off" differ only in the TTS stage.
+translated stream, so "control on" and "control off" differ only in the TTS stage. A third
+setting, "reactive", is the control without its look-ahead: each piece's speed from its own
+backlog only (`PaceConfig.look_ahead` and `tentative` off).
 
 Per pair and control setting: listener lag (speech.eval.listener) over the whole talk (p50, p90)
 and per minute (p50, p90, max), its least-squares slope in seconds per minute, StartOffset,
@@ -116,7 +118,15 @@ def replay(items: list):  # noqa: ANN001
     return feed
 
 
-def summarise(pair: str, control: bool, records: list[dict], asr_records: list[dict], talk: Talk) -> dict:
+# --control names: the duration-control settings a long talk can be spoken with
+CONTROL_SETTINGS = {
+    "on": {"control": True},
+    "off": {"control": False},
+    "reactive": {"control": True, "look_ahead": False, "tentative": False},
+}
+
+
+def summarise(pair: str, control: str, records: list[dict], asr_records: list[dict], talk: Talk) -> dict:
     """The long-talk figures of one pair and control setting (see the module doc)."""
     from speech.eval.listener import (audio_records, heard_words, lag_per_minute, lag_slope,
                                       listener_latency)
@@ -135,7 +145,7 @@ def summarise(pair: str, control: bool, records: list[dict], asr_records: list[d
     r3 = lambda x: None if x is None else round(float(x), 3)  # noqa: E731
     return {
         "pair": pair,
-        "control": "on" if control else "off",
+        "control": control,
         "talk_s": round(talk.duration, 1),
         "listener_lag_p50_s": r3(percentile(lags, 50)),
         "listener_lag_p90_s": r3(percentile(lags, 90)),
@@ -188,11 +198,11 @@ def run_long(registry, pairs: list[str], minutes: float, args, data: Path) -> li
         asr_records, asr_out, talk = recognised[source]
         mt_records, mt_out = asyncio.run(run_stages(registry, base.replace(stages=("mt",)), replay(asr_out)))
         for control in args.control:
-            pace = {**args.pace, "control": control}
+            pace = {**args.pace, **CONTROL_SETTINGS[control]}
             config = base.replace(stages=("tts",), extra={**base.extra, "tts_pace": pace})
             records, _ = asyncio.run(run_stages(registry, config, replay(mt_out)))
             results.append(summarise(pair, control, records, asr_records, talk))
-            print(f"{pair} control {'on' if control else 'off'}: lag p50 {results[-1]['listener_lag_p50_s']} s "
+            print(f"{pair} control {control}: lag p50 {results[-1]['listener_lag_p50_s']} s "
                   f"p90 {results[-1]['listener_lag_p90_s']} s, end offset {results[-1]['end_offset_s']} s",
                   file=__import__("sys").stderr)
     return results
@@ -208,12 +218,13 @@ def plot(results: list[dict], path: str) -> None:
     pairs = list(dict.fromkeys(r["pair"] for r in results))
     fig, axes = plt.subplots(len(pairs), 1, figsize=(9, 3.2 * len(pairs)), squeeze=False)
     for ax, pair in zip(axes[:, 0], pairs):
-        for r in results:
+        # "on" last, so the default is drawn over the settings it is compared with
+        for r in sorted(results, key=lambda r: r["control"] == "on"):
             if r["pair"] != pair:
                 continue
             pts = np.array(r["_lags"]) if r["_lags"] else np.zeros((0, 2))
             ax.plot(pts[:, 0] / 60, pts[:, 1], ".", ms=2, label=f"control {r['control']}",
-                    color="tab:blue" if r["control"] == "on" else "tab:red")
+                    color={"on": "tab:blue", "off": "tab:red"}.get(r["control"], "tab:green"))
         ax.set_title(f"{pair}: listener lag (hearing a word - its source word spoken)")
         ax.set_xlabel("source time (minutes)")
         ax.set_ylabel("lag (s)")
@@ -251,11 +262,11 @@ def run_long_talk(registry, pairs: list[str], args) -> int:  # noqa: ANN001 - ar
 
     if args.long <= 0 or args.text_only:
         raise UserError("--long needs a positive number of minutes and the whole pipeline (not --text-only)")
-    settings = {"on": True, "off": False}
-    try:
-        args.control = [settings[c.strip()] for c in args.control.split(",") if c.strip()]
-    except KeyError:
-        raise UserError(f"--control: give on, off or on,off (got {args.control!r})") from None
+    args.control = [c.strip() for c in args.control.split(",") if c.strip()]
+    unknown = [c for c in args.control if c not in CONTROL_SETTINGS]
+    if unknown or not args.control:
+        raise UserError(f"--control: give a comma-separated list of {', '.join(CONTROL_SETTINGS)} "
+                        f"(e.g. on,off), got {','.join(unknown) or 'nothing'!r}")
     data = Path(args.manifest).resolve().parents[2]
     results = run_long(registry, pairs, args.long, args, data)
     if args.plot:

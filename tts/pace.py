@@ -10,7 +10,11 @@ listener timeline and, for each piece about to be spoken, chooses:
    `target_lag_s` that is backlog (the wait behind earlier speech; the rest of the lag is the
    recogniser's and translator's, which speaking faster cannot remove), at most `max_speed`,
    changed by at most `max_step` from one piece to the next so speech never jumps in tempo, and
-   never inside a piece (a piece is one synthesiser call of whole words);
+   never inside a piece (a piece is one synthesiser call of whole words). The lag predicted is
+   the worst of the piece's first word and of the words already committed behind it, then the
+   translator's tentative tail (`queued`, placed at the voice's observed seconds per character):
+   a sentence end commits many words at once, and the pieces ahead of them are sped up before
+   those words start to wait;
 2. shorter pauses: silences inside the piece longer than `pause_ms` are cut to it while behind;
 3. condensation, only when the lag stays above `condense_lag_s` at full speed: words a listener
    misses least are dropped (fillers, a word repeated at once, a clause the listener has just
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -52,6 +57,8 @@ class PaceConfig:
     pause_ms: float = 120.0  # while behind, a silence inside a piece is cut to this (0: never)
     condense_lag_s: float = 6.0  # at full speed and above this lag, drop what is missed least
     max_condense: float = 0.05  # at most this share of the words spoken so far is dropped
+    look_ahead: bool = True  # count the words committed behind the piece (see the module doc)
+    tentative: bool = True  # count the translator's tentative tail behind them too
 
     def __post_init__(self) -> None:
         if self.max_speed is not None and not 1.0 <= self.max_speed <= 2.5:
@@ -101,16 +108,21 @@ class PaceController:
     speed: float = 0.0  # 0: not started (the first piece starts at min_speed)
     words_spoken: int = 0
     words_dropped: int = 0
+    seconds_per_char: float | None = None  # the voice's pace at speed 1, observed (None: not yet)
     _recent_clauses: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.config = self.config.for_voice(None)
         self.speed = self.speed or self.config.min_speed
 
-    def decide(self, words: list[Word], ready: float, listener_end: float, spoken: float | None) -> tuple[list[Word], PaceDecision]:
+    def decide(
+        self, words: list[Word], ready: float, listener_end: float, spoken: float | None,
+        queued: Sequence[tuple[str, float | None]] = (),
+    ) -> tuple[list[Word], PaceDecision]:
         """`ready`: when the piece can start to be synthesised; `listener_end`: when the listener
         finishes what is already scheduled; `spoken`: when the piece's first source word was
-        spoken (None: unknown, only the backlog counts)."""
+        spoken (None: unknown, only the backlog counts); `queued`: the words committed behind
+        the piece, each with when its source word was spoken."""
         backlog = max(0.0, listener_end - ready)
         start = max(ready, listener_end)
         lag = start - spoken if spoken is not None else backlog
@@ -119,6 +131,8 @@ class PaceController:
             self.words_spoken += len(words)
             return words, PaceDecision(c.min_speed, lag, backlog, False)
         excess = min(max(0.0, lag - c.target_lag_s), backlog)
+        if c.look_ahead:
+            excess = max(excess, self._queued_excess(words, start, backlog, queued))
         wanted = min(c.max_speed, c.min_speed + c.gain * excess)
         self.speed = float(np.clip(wanted, self.speed - c.max_step, self.speed + c.max_step))
         self.speed = max(c.min_speed, min(c.max_speed, self.speed))
@@ -129,6 +143,30 @@ class PaceController:
         self.words_spoken += len(words) + len(dropped)
         behind = c.pause_ms > 0 and excess > 0
         return words, PaceDecision(round(self.speed, 3), lag, backlog, behind, dropped)
+
+    def observe(self, text: str, duration_s: float, speed: float) -> None:
+        """A piece was synthesised: update the voice's seconds per character at speed 1."""
+        chars = len(text) + 1
+        if duration_s <= 0 or speed <= 0:
+            return
+        pace = duration_s * speed / chars
+        self.seconds_per_char = pace if self.seconds_per_char is None else 0.8 * self.seconds_per_char + 0.2 * pace
+
+    def _queued_excess(self, words: list[Word], start: float, backlog: float,
+                       queued: Sequence[tuple[str, float | None]]) -> float:
+        """The largest excess lag that is backlog among the queued words, each placed after the
+        piece and the words before it at the current speed."""
+        if not queued or self.seconds_per_char is None:
+            return 0.0
+        per_char = self.seconds_per_char / self.speed
+        ahead = sum(len(w.text) + 1 for w in words) * per_char
+        worst = 0.0
+        for text, spoken in queued:
+            if spoken is not None:
+                lag = start + ahead - spoken
+                worst = max(worst, min(lag - self.config.target_lag_s, backlog + ahead))
+            ahead += (len(text) + 1) * per_char
+        return worst
 
     def _condense(self, words: list[Word]) -> tuple[list[Word], tuple[str, ...]]:
         budget = int(self.config.max_condense * (self.words_spoken + len(words))) - self.words_dropped

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +56,7 @@ class TtsStage:
         totals = {"compute_s": 0.0, "audio_s": 0.0, "chunks": 0, "skipped": 0, "controlled": 0,
                   "faster": 0, "pauses_shortened": 0, "words_dropped": 0}
         seq = 0
+        tentative: list[tuple[str, float | None]] = []
         last_wall = 0.0  # wall time of the latest update: the end of stream's time on the simulated clock
         while True:
             deadline = chunker.deadline()
@@ -70,19 +72,24 @@ class TtsStage:
             else:
                 last_wall = max(last_wall, update.wall_time)
                 pieces = chunker.push(update, idle=self._schedule.end <= max(update.wall_time, timer.now()))
-            for piece in pieces:
-                seq = await self._speak(piece, timer, outbox, seq, totals)
-        for piece in chunker.flush(self.clock.now() if self.clock.realtime else last_wall):
-            seq = await self._speak(piece, timer, outbox, seq, totals)
+                # the translator's tentative tail: words it will most likely commit next
+                tentative = [(w.text, update.spoken_time) for w in update.tentative] if self.pace.tentative else []
+            for i, piece in enumerate(pieces):
+                seq = await self._speak(piece, timer, outbox, seq, totals, queued(pieces[i + 1:], chunker) + tentative)
+        pieces = chunker.flush(self.clock.now() if self.clock.realtime else last_wall)
+        for i, piece in enumerate(pieces):
+            seq = await self._speak(piece, timer, outbox, seq, totals, queued(pieces[i + 1:], chunker))
         totals["speed_max"] = max(totals.pop("_speeds", [1.0]))
         self.log.write("stats", stage=self.name, **{k: round(v, 4) if isinstance(v, float) else v for k, v in totals.items()})
 
     async def _speak(
-        self, piece: SpeechPiece, timer: StageClock, outbox: Channel[AudioChunk], seq: int, totals: dict
+        self, piece: SpeechPiece, timer: StageClock, outbox: Channel[AudioChunk], seq: int, totals: dict,
+        behind: Sequence[tuple[str, float | None]] = (),
     ) -> int:
         spoken = [t for t in piece.spoken_times if t is not None]
         ready = max(piece.ready_time, timer.now())
-        words, decision = self._pace.decide(list(piece.words), ready, self._schedule.end, min(spoken) if spoken else None)
+        words, decision = self._pace.decide(list(piece.words), ready, self._schedule.end,
+                                            min(spoken) if spoken else None, behind)
         text = clean_text(" ".join(w.text for w in words))
         if not text:
             totals["skipped"] += 1
@@ -121,6 +128,7 @@ class TtsStage:
             totals["skipped"] += 1
             self.log.write("tts_skip", stage=self.name, text=text, reason="silent synthesis")
             return seq
+        self._pace.observe(text, len(samples) / rate, decision.speed)
         play_start = self._schedule.place(first, len(samples))
         out = AudioChunk(samples, rate, start=first, seq=seq, wall_time=first, text=text, play_start=play_start)
         totals["audio_s"] += out.duration
@@ -153,6 +161,13 @@ class TtsStage:
         totals["pauses_shortened"] += decision.shorten_pauses
         totals["words_dropped"] += len(decision.dropped)
         totals.setdefault("_speeds", []).append(decision.speed)
+
+
+def queued(pieces: list[SpeechPiece], chunker: TextChunker) -> list[tuple[str, float | None]]:
+    """The words committed behind a piece, in speaking order: those of the pieces after it and
+    those the chunker holds, each with when its source word was spoken."""
+    out = [(w.text, t) for p in pieces for w, t in zip(p.words, p.spoken_times)]
+    return out + chunker.waiting_words()
 
 
 def voice_limited(pace: PaceConfig, synthesizer: Any) -> PaceConfig:

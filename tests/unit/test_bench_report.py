@@ -17,7 +17,7 @@ def test_page_shows_stored_figures_with_their_command(tmp_path, monkeypatch):
                      "end_offset_s": 3.1, "duration_ratio": 0.91, "share_words_dropped": 0.01}],
     }))
     text = benchreport.render(tmp_path / "page.md")
-    assert "| en-es | on | 3.20 / 4.40 s | 4.90 s | 0.02 s/min | 3.10 s | 0.91 | 1.0 % |" in text
+    assert "| en-es | on | 3.20 / 4.40 s | 4.90 s | 0 of 3 | 0.02 s/min | 3.10 s | 0.91 | 1.0 % |" in text
     assert "`speech bench s2st --long 10 --pairs en-es --json`, 2026-12-01 05:00 UTC; 2 cores" in text
     # a headline never measured says how to measure it, and shows no figure
     assert "Not measured yet: `speech bench report --run asr`." in text

@@ -143,3 +143,24 @@ def test_a_voice_that_does_not_speak_a_pair_target_is_refused_before_any_clip():
                            "--voice", "festival", "--json"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and done.stdout == ""
     assert "voice 'festival' speaks ca, not 'es'" in done.stderr and "s2st en-es" not in done.stderr
+
+
+@pytest.mark.parametrize("control", ["on,fast", ""])
+def test_long_talk_refuses_an_unknown_control_setting_before_any_work(control):
+    from argparse import Namespace
+
+    from speech.errors import UserError
+    from speech.tts.longtalk import run_long_talk
+
+    args = Namespace(long=10, text_only=False, control=control)
+    with pytest.raises(UserError, match="--control: give a comma-separated list of on, off, reactive"):
+        run_long_talk(None, ["en-es"], args)
+
+
+def test_long_talk_control_settings_differ_only_in_the_pace_options():
+    from speech.tts.longtalk import CONTROL_SETTINGS
+    from speech.tts.pace import PaceConfig
+
+    on, reactive = PaceConfig(**CONTROL_SETTINGS["on"]), PaceConfig(**CONTROL_SETTINGS["reactive"])
+    assert on.look_ahead and on.tentative and not reactive.look_ahead and not reactive.tentative
+    assert not PaceConfig(**CONTROL_SETTINGS["off"]).control

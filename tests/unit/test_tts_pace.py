@@ -185,6 +185,58 @@ def test_controller_decides_from_backlog_not_from_pipeline_lag():
     assert d.speed == pytest.approx(1.6)  # 2.5 wanted, capped at the default fastest speed
 
 
+def test_controller_speeds_up_ahead_of_words_already_committed_behind_the_piece():
+    """A sentence end commits many words at once: the first piece has no backlog, but the words
+    behind it will wait for it; the controller speeds it up before they do."""
+    burst = [(f"w{i}", 5.0 + 0.3 * i) for i in range(12)]  # spoken 5.0-8.3 s, all committed at 10 s
+    words = [Word("a"), Word("b")]
+    fresh = PaceController(PaceConfig(target_lag_s=2.0, gain=0.5, max_step=1.0))
+    _, d = fresh.decide(words, ready=10.0, listener_end=9.0, spoken=9.5, queued=burst)
+    assert d.speed == 1.0  # the voice's pace is not known yet: nothing to place the words by
+    c = PaceController(PaceConfig(target_lag_s=2.0, gain=0.5, max_step=1.0))
+    c.observe("a b", duration_s=1.5, speed=1.0)  # 0.375 s per character: w11 starts ~10.5 s after 10 s
+    _, d = c.decide(words, ready=10.0, listener_end=9.0, spoken=9.5, queued=burst)
+    assert d.speed > 1.5 and d.backlog_s == 0.0
+    _, d = c.decide(words, ready=10.0, listener_end=9.0, spoken=9.5)
+    assert d.speed == 1.0  # nothing behind it: eases off again
+    off = PaceController(PaceConfig(target_lag_s=2.0, gain=0.5, max_step=1.0, look_ahead=False))
+    off.observe("a b", duration_s=1.5, speed=1.0)
+    _, d = off.decide(words, ready=10.0, listener_end=9.0, spoken=9.5, queued=burst)
+    assert d.speed == 1.0
+    # words committed behind the piece but spoken recently enough stay under the target: no change
+    _, d = c.decide(words, ready=10.0, listener_end=9.0, spoken=9.5, queued=[("x", 9.9)])
+    assert d.speed == 1.0
+
+
+def test_a_burst_of_committed_words_is_spoken_faster_from_its_first_piece():
+    """One update commits 24 words whose source was spoken over the last 8 s: with the look-ahead
+    the first piece is already faster, and the burst's last word is heard sooner."""
+    warm = [TextUpdate(committed=(Word("w."),), source_time=1.0, wall_time=1.0)]  # the voice's pace
+    burst = tuple(Word(f"w{i}" + ("," if i % 4 == 3 else ""), 2.0 + 0.33 * i, 2.2 + 0.33 * i) for i in range(24))
+    updates = warm + [TextUpdate(committed=burst, source_time=10.0, wall_time=10.0, final=True)]
+    results = {}
+    for look in (True, False):
+        records, _, voice = asyncio.run(run(updates, PaceConfig(max_speed=2.0, target_lag_s=2.0, look_ahead=look)))
+        results[look] = (voice.speeds, end_offset(records, 10.0))
+    (on_speeds, on_end), (off_speeds, off_end) = results[True], results[False]
+    assert off_speeds[1] == 1.0 and on_speeds[1] > 1.0
+    assert on_end < off_end - 0.5  # one step of speed ahead on every piece
+
+
+def test_the_translators_tentative_tail_counts_behind_the_piece():
+    """Three words committed, nine more still tentative, all read from source spoken seconds ago:
+    the piece is sped up for the words the translator is about to commit, unless told not to."""
+    warm = [TextUpdate(committed=(Word("w."),), source_time=1.0, wall_time=1.0)]
+    tail = tuple(Word(f"t{i}") for i in range(9))
+    update = TextUpdate(committed=(Word("a", 2.0, 2.2), Word("b", 2.3, 2.5), Word("c.", 2.6, 2.8)),
+                        tentative=tail, source_time=10.0, wall_time=10.0, spoken_time=3.0)
+    speeds = {}
+    for tentative in (True, False):
+        _, _, voice = asyncio.run(run(warm + [update], PaceConfig(max_speed=2.0, target_lag_s=2.0, tentative=tentative)))
+        speeds[tentative] = voice.speeds[1]
+    assert speeds[True] > 1.0 and speeds[False] == 1.0
+
+
 def test_condensation_drops_fillers_repeats_and_a_clause_just_heard():
     ws = [Word(t) for t in "so uh the the plan, the plan, is good.".split()]
     kept, dropped = condense(ws, ["the plan"], budget=10)
