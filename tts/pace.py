@@ -121,8 +121,9 @@ class PaceController:
     ) -> tuple[list[Word], PaceDecision]:
         """`ready`: when the piece can start to be synthesised; `listener_end`: when the listener
         finishes what is already scheduled; `spoken`: when the piece's first source word was
-        spoken (None: unknown, only the backlog counts); `queued`: the words committed behind
-        the piece, each with when its source word was spoken."""
+        spoken (None: unknown, only the backlog counts); `queued`: the words known behind the
+        piece in speaking order (committed, then tentative), each with when its source word was
+        spoken."""
         backlog = max(0.0, listener_end - ready)
         start = max(ready, listener_end)
         lag = start - spoken if spoken is not None else backlog
