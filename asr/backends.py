@@ -15,6 +15,7 @@ class WhisperBaseConfig(WhisperConfig):
     model: str = "base"
     update_s: float = 1.0  # seconds of new audio between decodes
     encoder_pad_s: float | None = 2.0  # encoder window = buffer + 2 s (docs/asr.md: RTF 1.09 -> 0.44)
+    new_tokens_per_s: float | None = 8.0  # docs/asr.md, "Token limit": a loop costs 16-24 tokens, not 96
 
 
 @dataclass
@@ -24,6 +25,7 @@ class WhisperTinyEnConfig(WhisperConfig):
     update_s: float = 0.5
     encoder_pad_s: float | None = 0.5  # encoder window = buffer + 0.5 s (docs/asr.md)
     full_window_at_close: bool = True  # docs/asr.md: WER 7.42 -> 6.36 % (offline 6.01 %)
+    new_tokens_per_s: float | None = 8.0
 
 
 @dataclass

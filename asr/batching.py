@@ -140,7 +140,7 @@ def decode_batch(model: Any, requests: list[_Request]) -> list[tuple[list[Word],
     from faster_whisper.tokenizer import Tokenizer
     from faster_whisper.transcribe import get_suppressed_tokens
 
-    from .whisper import cut_repetition
+    from .whisper import SAMPLE_RATE, cut_repetition, token_limit
 
     config = requests[0].config
     fe = model.feature_extractor
@@ -161,7 +161,8 @@ def decode_batch(model: Any, requests: list[_Request]) -> list[tuple[list[Word],
             continue
         keep = min(len(previous[i]) for i in group)
         prompts = [model.get_prompt(tokenizer, previous[i][len(previous[i]) - keep:]) for i in group]
-        max_length = min(model.max_length, len(prompts[0]) + (config.max_new_tokens or model.max_length))
+        longest = max(len(requests[i].audio) for i in group) / SAMPLE_RATE
+        max_length = min(model.max_length, len(prompts[0]) + (token_limit(config, longest) or model.max_length))
         outputs = model.model.generate(
             encoder_output_rows(encoder_output, group, len(requests)), prompts, beam_size=config.beam_size,
             max_length=max_length, return_scores=True, return_no_speech_prob=True, suppress_blank=True,

@@ -87,6 +87,7 @@ def offline_words(registry: Registry, model: str, language: str, samples: np.nda
         if language and getattr(config, "language", None) is None:
             config.language = language
         config.max_new_tokens = 440
+        config.new_tokens_per_s = None
         config.encoder_pad_s = None
         words, _ = transcribe_words(load_model(registry, config), audio, config)
         return words

@@ -43,6 +43,11 @@ class WhisperConfig:
     trim_s: float = 12.0  # trim the buffer once it holds more than this much audio
     prompt_words: int = 40
     max_new_tokens: int = 96
+    # A tighter limit for short buffers: `new_tokens_floor` + `new_tokens_per_s` x the buffer's
+    # seconds (None: only max_new_tokens). Whisper's loops on a short buffer ("o que é o que é ...")
+    # run to the limit, and each generated token costs a decoder pass.
+    new_tokens_per_s: float | None = None
+    new_tokens_floor: int = 16
     allow_download: bool = False
     # Batching across sessions (asr/batching.py), off by default: the most decodes of concurrent
     # streams in one call (0: off), and how long a decode waits for the others (seconds).
@@ -84,7 +89,7 @@ def transcribe_words(model: Any, audio: np.ndarray, config: WhisperConfig, promp
         word_timestamps=True,
         vad_filter=False,
         chunk_length=config.chunk_length,
-        max_new_tokens=config.max_new_tokens,
+        max_new_tokens=token_limit(config, len(audio) / SAMPLE_RATE),
         without_timestamps=False,
     )
     words: list[Word] = []
@@ -94,6 +99,13 @@ def transcribe_words(model: Any, audio: np.ndarray, config: WhisperConfig, promp
             if text:
                 words.append(Word(text, offset + float(w.start), offset + float(w.end), float(w.probability)))
     return cut_repetition(words), info.language
+
+
+def token_limit(config: WhisperConfig, seconds: float) -> int:
+    """How many tokens one decode of `seconds` of audio may generate."""
+    if getattr(config, "new_tokens_per_s", None) is None:
+        return config.max_new_tokens
+    return min(config.max_new_tokens, config.new_tokens_floor + int(config.new_tokens_per_s * seconds))
 
 
 def cut_repetition(words: list[Word], longest: int = 16) -> list[Word]:
@@ -240,7 +252,15 @@ class WhisperRecognizer:
         return self.close_segment()
 
 
+def check_limits(config: WhisperConfig) -> None:
+    if config.max_new_tokens < 1 or config.new_tokens_floor < 1:
+        raise ValueError("whisper max_new_tokens and new_tokens_floor must be at least 1")
+    if config.new_tokens_per_s is not None and config.new_tokens_per_s <= 0:
+        raise ValueError("whisper new_tokens_per_s must be above 0 (null: only max_new_tokens limits a decode)")
+
+
 def make_whisper(config: WhisperConfig, registry: Any) -> WhisperRecognizer:
+    check_limits(config)
     model = load_model(registry, config)
     batcher = None
     if config.batch_sessions:

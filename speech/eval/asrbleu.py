@@ -51,6 +51,8 @@ class OutputTranscriber:
                 options.setdefault("language", self.language)
             if "max_new_tokens" in names:
                 options.setdefault("max_new_tokens", 224)  # a whole window, not one update
+            if "new_tokens_per_s" in names:
+                options.setdefault("new_tokens_per_s", None)  # the judge reads as it always has
             self._rec = self.registry.create("recognizer", self.recognizer, **options)
         return self._rec
 

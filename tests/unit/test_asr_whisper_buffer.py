@@ -5,8 +5,9 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
-from speech.asr.whisper import WhisperConfig, WhisperRecognizer
+from speech.asr.whisper import WhisperConfig, WhisperRecognizer, make_whisper
 from speech.types import AudioChunk
 
 RATE = 16000
@@ -147,3 +148,26 @@ def test_words_timed_after_the_audio_are_not_in_the_hypothesis():
     rec = WhisperRecognizer(LoopingModel([("hello", 0.0, 0.5), ("world", 0.6, 1.0)]), WhisperConfig())
     feed(rec, 0.0, 1.2)
     assert [w.text for w in rec.hypothesis()] == ["hello", "world"]
+
+
+def test_a_short_buffer_may_generate_only_a_few_tokens():
+    """A loop on a short buffer runs to the token limit: the limit follows the buffer's length,
+    up to max_new_tokens; without new_tokens_per_s every decode may use max_new_tokens."""
+    model = FakeModel(SCRIPT)
+    rec = WhisperRecognizer(model, WhisperConfig(trim_s=100, new_tokens_per_s=8, new_tokens_floor=16))
+    feed(rec, 0.0, 1.0)
+    rec.hypothesis()
+    feed(rec, 1.0, 29.0)
+    rec.hypothesis()
+    assert [c["max_new_tokens"] for c in model.calls] == [24, 96]
+    plain = FakeModel(SCRIPT)
+    rec = WhisperRecognizer(plain, WhisperConfig(trim_s=100))
+    feed(rec, 0.0, 1.0)
+    rec.hypothesis()
+    assert plain.calls[0]["max_new_tokens"] == 96
+
+
+def test_a_token_limit_out_of_range_is_refused_before_the_model_loads():
+    for bad in ({"new_tokens_per_s": 0}, {"new_tokens_per_s": -2.0}, {"new_tokens_floor": 0}):
+        with pytest.raises(ValueError, match="new_tokens"):
+            make_whisper(WhisperConfig(**bad), registry=None)
