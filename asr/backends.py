@@ -15,7 +15,7 @@ class WhisperBaseConfig(WhisperConfig):
     model: str = "base"
     update_s: float = 1.0  # seconds of new audio between decodes
     encoder_pad_s: float | None = 2.0  # encoder window = buffer + 2 s (docs/asr.md: RTF 1.09 -> 0.44)
-    new_tokens_per_s: float | None = 8.0  # docs/asr.md, "Token limit": a loop costs 16-24 tokens, not 96
+    new_tokens_per_s: float | None = 8.0  # docs/asr.md, "Token limit": a loop on a 1-s buffer stops at 24 tokens, not 96
 
 
 @dataclass
