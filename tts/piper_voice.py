@@ -3,6 +3,11 @@
 Piper synthesises a sentence at a time (no streaming inside a sentence). We build the
 onnxruntime session ourselves to choose the thread count (the other stages need the other core),
 and switch off Piper's per-call peak normalisation so every chunk keeps the same loudness.
+
+The voice's noise (VITS samples its durations and its latent from a normal distribution) is drawn
+once from `seed` and read by position: the same text at the same speed is spoken the same way on
+every call, in every process, so an evaluation of the output speech (ASR-BLEU, round trip) gives
+the same figure when it is run again.
 """
 
 from __future__ import annotations
@@ -26,10 +31,11 @@ class PiperConfig:
     length_scale: float | None = None  # None: the voice's own speed
     noise_scale: float | None = None  # None: the voice's default; 0 for deterministic output
     noise_w_scale: float | None = None
+    seed: int | None = 0  # the noise's seed (module doc); None: fresh noise on every call
     gain: float = 1.0
 
 
-def load_voice(model: str, threads: int):
+def load_voice(model: str, threads: int, seed: int | None = 0):
     import onnxruntime
     from piper import PiperVoice
     from piper.config import PiperConfig as VoiceConfig
@@ -40,7 +46,7 @@ def load_voice(model: str, threads: int):
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
-    session = onnxruntime.InferenceSession(_with_alignment(files.model), sess_options=options,
+    session = onnxruntime.InferenceSession(_patched(files.model, seed), sess_options=options,
                                            providers=["CPUExecutionProvider"])
     config = VoiceConfig.from_dict(json.loads(files.config.read_text(encoding="utf-8")))
     voice = PiperVoice(session=session, config=config)
@@ -51,21 +57,69 @@ def load_voice(model: str, threads: int):
     return voice
 
 
-def _with_alignment(model) -> str | bytes:  # noqa: ANN001 - a Path
-    """The voice model with Piper's alignment output added in memory (samples per phoneme, which
-    give each word's start; the audio is unchanged), or its path where `onnx` is missing or the
-    graph lacks the tensor (the words then go by character share)."""
+def _patched(model, seed: int | None) -> str | bytes:  # noqa: ANN001 - a Path
+    """The voice model changed in memory: Piper's alignment output added (samples per phoneme,
+    which give each word's start; the audio is unchanged) and its noise fixed by `seed`
+    (`fix_noise`); its path where `onnx` is missing or neither applies (the words then go by
+    character share, the noise is fresh on every call)."""
     try:
         import onnx
-        from piper.patch_voice_with_alignment import add_alignment_output
     except ImportError:
         return str(model)
     graph = onnx.load(str(model))
+    changed = False
     try:
+        from piper.patch_voice_with_alignment import add_alignment_output
+
         add_alignment_output(graph)
-    except ValueError:  # already patched, or not a graph Piper knows how to patch
-        return str(model)
-    return graph.SerializeToString()
+        changed = True
+    except (ImportError, ValueError):  # already patched, or not a graph Piper knows how to patch
+        pass
+    if seed is not None:
+        changed = fix_noise(graph, seed) or changed
+    return graph.SerializeToString() if changed else str(model)
+
+
+NOISE_FRAMES = 4096  # positions of the noise table along time; longer tensors read it again from the start
+
+
+def fix_noise(graph, seed: int) -> bool:  # noqa: ANN001 - an onnx.ModelProto
+    """Replace each standard-normal `RandomNormalLike` of the graph (rank 3: batch, channels,
+    time) with a slice of one table drawn from `seed`: position t of the time axis reads column
+    t mod NOISE_FRAMES. Returns whether the graph had such a node."""
+    from onnx import helper, numpy_helper
+
+    def attribute(node, name: str, default: float) -> float:  # noqa: ANN001
+        return next((helper.get_attribute_value(a) for a in node.attribute if a.name == name), default)
+
+    nodes = [n for n in graph.graph.node if n.op_type == "RandomNormalLike"
+             and attribute(n, "mean", 0.0) == 0.0 and attribute(n, "scale", 1.0) == 1.0
+             and attribute(n, "dtype", 1) == 1]  # float32
+    if not nodes:
+        return False
+    channels = 256  # more than any VITS voice's latent channels (192)
+    table = np.random.default_rng(seed).standard_normal((1, channels, NOISE_FRAMES), dtype=np.float32)
+    constants = {"noise_table": table, "noise_zero": np.array(0, np.int64), "noise_one": np.array(1, np.int64),
+                 "noise_two": np.array(2, np.int64), "noise_frames": np.array(NOISE_FRAMES, np.int64),
+                 "noise_lead": np.array([0, 0], np.int64), "noise_lead_axes": np.array([0, 1], np.int64),
+                 "noise_first": np.array([0], np.int64), "noise_second": np.array([2], np.int64)}
+    graph.graph.initializer.extend(numpy_helper.from_array(v, k) for k, v in constants.items())
+    for k, node in enumerate(nodes):
+        p = f"noise{k}_"
+        new = [
+            helper.make_node("Shape", [node.input[0]], [p + "shape"]),
+            helper.make_node("Slice", [p + "shape", "noise_first", "noise_second"], [p + "lead"]),
+            helper.make_node("Gather", [p + "shape", "noise_two"], [p + "time"]),
+            helper.make_node("Range", ["noise_zero", p + "time", "noise_one"], [p + "range"]),
+            helper.make_node("Mod", [p + "range", "noise_frames"], [p + "index"]),
+            helper.make_node("Slice", ["noise_table", "noise_lead", p + "lead", "noise_lead_axes"], [p + "rows"]),
+            helper.make_node("Gather", [p + "rows", p + "index"], [node.output[0]], axis=2),
+        ]
+        at = list(graph.graph.node).index(node)
+        graph.graph.node.remove(node)
+        for i, n in enumerate(new):
+            graph.graph.node.insert(at + i, n)
+    return True
 
 
 def word_starts(phonemes: list[str], samples_per_phoneme: list[int]) -> list[int]:
@@ -149,5 +203,6 @@ class PiperSynthesizer:
 
 def create(config: PiperConfig, registry) -> PiperSynthesizer:
     threads = registry.threads("onnx", config.threads)
-    voice = registry.shared(("piper-voice", config.model, threads), lambda: load_voice(config.model, threads))
+    voice = registry.shared(("piper-voice", config.model, threads, config.seed),
+                            lambda: load_voice(config.model, threads, config.seed))
     return PiperSynthesizer(config, voice)

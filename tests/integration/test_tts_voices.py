@@ -54,6 +54,19 @@ def test_piper_speaks_english_that_whisper_understands(registry, piper):
     assert errors.wer <= 0.10, heard
 
 
+def test_piper_default_noise_is_the_same_on_every_call_and_in_a_fresh_process(registry):
+    from speech.backends import default_registry
+
+    voice = create_synthesizer(registry, "en", "default")  # the voice's own noise scales, seed 0
+    first = speak(voice, EN)
+    assert not np.array_equal(first, speak(create_synthesizer(registry, "en", "default", noise_scale=0.0), EN))
+    speak(voice, ES)  # another call between: the noise does not depend on what came before
+    np.testing.assert_array_equal(first, speak(voice, EN))
+    np.testing.assert_array_equal(first, speak(create_synthesizer(default_registry(), "en", "default"), EN))
+    unseeded = create_synthesizer(registry, "en", "default", seed=None)
+    assert not np.array_equal(speak(unseeded, EN), speak(unseeded, EN))
+
+
 def test_espeak_streams_through_its_callback_and_is_intelligible(registry):
     synth = create_synthesizer(registry, "es", "espeak")
     t0 = time.perf_counter()

@@ -78,7 +78,7 @@ def test_factories_take_threads_from_the_registry_budget(monkeypatch):
     assert seen["whisper"] == (4, 2)
     assert registry.threads("whisper", 3) == 3
 
-    monkeypatch.setattr(piper_voice, "load_voice", lambda model, threads: seen.setdefault("piper", threads))
+    monkeypatch.setattr(piper_voice, "load_voice", lambda model, threads, seed=0: seen.setdefault("piper", threads))
     monkeypatch.setattr(piper_voice, "PiperSynthesizer", lambda config, voice: voice)
     piper_voice.create(piper_voice.PiperConfig(), registry)
     assert seen["piper"] == 1
