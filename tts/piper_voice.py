@@ -29,7 +29,7 @@ class PiperConfig:
     model: str = ""  # a local .onnx voice; empty: the embedded en-US "joe" voice
     threads: int | None = None  # None: the registry's thread budget (speech.budget)
     length_scale: float | None = None  # None: the voice's own speed
-    noise_scale: float | None = None  # None: the voice's default; 0 for deterministic output
+    noise_scale: float | None = None  # None: the voice's default; 0: no noise (seeded or not, see `seed`)
     noise_w_scale: float | None = None
     seed: int | None = 0  # the noise's seed (module doc); None: fresh noise on every call
     gain: float = 1.0
