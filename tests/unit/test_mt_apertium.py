@@ -191,4 +191,4 @@ def test_default_backend_falls_back_without_the_debian_pairs(monkeypatch):
     monkeypatch.setattr(apertium, "installed_pairs", lambda name, options: ())
     assert backends.default_backend("en", "es") == "gemma-270m"
     assert backends.default_backend("en", "pt") == "bergamot"  # Bergamot stays for en<->pt
-    assert backends.default_policy_options("apertium") == {"boundary_n": 1, "lookahead": True, "lookahead_hold": 0}
+    assert backends.default_policy_options("apertium") == {"boundary_n": 1, "lookahead": True, "lookahead_hold": 0, "k": 5}

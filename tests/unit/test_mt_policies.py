@@ -226,6 +226,34 @@ def test_default_policy_gets_the_backends_measured_options(monkeypatch):
     assert tr.policy.config == LocalAgreementConfig()
 
 
+def test_apertium_default_floor_commits_through_a_reworded_sentence_start():
+    """A translation whose first word changes on every update (para / en / para ...): agreement
+    alone commits nothing before the sentence ends; Apertium's measured wait-5 floor commits once
+    five source words are read, and never retracts."""
+    from speech.translate import backends
+
+    calls = {"n": 0}
+
+    class Rewording:
+        def translate(self, text, source, target):
+            calls["n"] += 1
+            return ("PARA " if calls["n"] % 2 else "EN ") + text.upper()
+
+    def committed_before_the_end(options):
+        calls["n"] = 0
+        stream = RetranslationStream(Rewording(), "en", "es", mask=0, boundary_mask=0)
+        tr = SimultaneousTranslation(stream, LocalAgreement(LocalAgreementConfig(**options)), language="es")
+        run = translate_stream(tr, "to foreigners after a glowing account of its splendour".split())
+        for prev, cur in zip(run.trace.committed, run.trace.committed[1:]):
+            assert cur[: len(prev)] == prev
+        return max((len(c) for c in run.trace.committed[:-1]), default=0)
+
+    options = backends.default_policy_options("apertium")
+    assert options["k"] == 5
+    assert committed_before_the_end({**options, "k": 0}) == 0
+    assert committed_before_the_end(options) >= 3
+
+
 @pytest.mark.parametrize("options", [{"ratio": 0.0}, {"ratio": -1.0}, {"k": -1}, {"n": 0}, {"lookahead_hold": -1}])
 def test_local_agreement_rejects_bad_options(options):
     from speech.backends import default_registry
