@@ -98,9 +98,10 @@ def default_route(source: str, target: str, registry: Registry | None = None):  
 # it: each look-ahead would rewind its KV cache and decode the sentence again.
 # Apertium also keeps a wait-5 floor: when a sentence's translation keeps rewording its first
 # words, agreement alone commits nothing until the sentence ends. On the 10-minute en-es talk the
-# floor took the worst minute's listener lag p90 from 5.4 to 4.6 s; FLORES lines 1-100 and the
-# FLEURS clips read the same chrF and BLEU (docs/translation.md, "Commit policies"). On Bergamot
-# it cost 0.3-0.5 BLEU on FLORES for 0.1 s of the en-pt talk's p90, so Bergamot goes without.
+# floor took the worst minute's listener lag p90 from 5.4 to 4.6 s; FLORES lines 1-100 read chrF
+# within 0.1 (en-es, en-fr) and the FLEURS clips the same translation (docs/translation.md, "Commit
+# policies"). On Bergamot it cost 0.3-0.5 BLEU on FLORES for 0.06 s of the en-pt talk's p90, so
+# Bergamot goes without.
 DEFAULT_POLICY_OPTIONS: dict[str, dict[str, float | bool]] = {
     "gemma-270m": {"boundary_n": 1, "k": 4, "ratio": 1.2},
     "apertium": {"boundary_n": 1, "lookahead": True, "lookahead_hold": 0, "k": 5},
