@@ -10,7 +10,8 @@ backlog only (`PaceConfig.look_ahead` and `tentative` off).
 
 Per pair and control setting: listener lag (speech.eval.listener) over the whole talk (p50, p90)
 and per minute (p50, p90, max), its least-squares slope in seconds per minute, StartOffset,
-EndOffset, the output/input duration ratio, and how often each control acted.
+EndOffset, the output/input duration ratio, how often each control acted, and where the lag goes
+(`lag_parts`: over every word and over the slowest tenth).
 """
 
 from __future__ import annotations
@@ -128,7 +129,7 @@ CONTROL_SETTINGS = {
 
 def summarise(pair: str, control: str, records: list[dict], asr_records: list[dict], talk: Talk) -> dict:
     """The long-talk figures of one pair and control setting (see the module doc)."""
-    from speech.eval.listener import (audio_records, heard_words, lag_per_minute, lag_slope,
+    from speech.eval.listener import (audio_records, heard_words, lag_parts, lag_per_minute, lag_slope,
                                       listener_latency)
     from speech.stats import percentile
 
@@ -162,6 +163,9 @@ def summarise(pair: str, control: str, records: list[dict], asr_records: list[di
         "share_chunks_pauses_shortened": r3(stats.get("pauses_shortened", 0) / chunks),
         "share_words_dropped": r3(stats.get("words_dropped", 0) / max(1, spoken + stats.get("words_dropped", 0))),
         "words_spoken": spoken,
+        # where the lag goes (speech.eval.listener.LAG_PARTS), over every word and over the slowest tenth
+        "lag_parts_s": {k: r3(v) for k, v in lag_parts(audio).items()},
+        "lag_parts_s_above_p90": {k: r3(v) for k, v in lag_parts(audio, percentile(lags, 90) if lags else None).items()},
         # the same on the computation-unaware timeline (deterministic: no compute time counted)
         "listener_lag_p90_s_cu": r3(percentile(cu_lags, 90)),
         "listener_lag_p90_s_per_minute_cu": [r3(m["p90"]) for m in lag_per_minute(cu_words)],
@@ -282,4 +286,7 @@ def run_long_talk(registry, pairs: list[str], args) -> int:  # noqa: ANN001 - ar
                   f"slope {r['listener_lag_slope_s_per_min']} s/min, start {r['start_offset_s']} s, "
                   f"end {r['end_offset_s']} s, output/input {r['duration_ratio']}, faster in "
                   f"{r['share_chunks_faster']:.0%} of chunks, words dropped {r['share_words_dropped']:.1%}")
+            parts = ", ".join(f"{k} {v:.2f}" for k, v in r["lag_parts_s_above_p90"].items())
+            if parts:
+                print(f"  the slowest tenth of words: {parts} s (mean lag parts)")
     return 0

@@ -15,7 +15,9 @@ shared by `speech eval`, `speech bench s2st` (clips and long talks) and the serv
 - listener lag of a word = heard - spoken. StartOffset = first audio heard - speech onset (the
   first recognised word's start); EndOffset = end of the last audio heard - end of the source;
   AL and LAAL (SimulEval's, `latency.py`) take the heard times as the delays; ATD is SimulEval's
-  speech-output ATD. Means as SimulEval reports them, medians beside them.
+  speech-output ATD. Means as SimulEval reports them, medians beside them;
+- where the lag goes (`lag_parts`): until the chunk's text was committed, until its first sample,
+  waiting behind earlier speech, and the word's place inside its chunk.
 """
 
 from __future__ import annotations
@@ -147,3 +149,31 @@ def lag_slope(words: Sequence[HeardWord]) -> float | None:
     if sxx == 0:
         return None
     return 60.0 * sum((x - mx) * (y - my) for x, y in pts) / sxx
+
+
+# Where a heard word's lag goes, in the order it accrues (the parts add up to the lag):
+LAG_PARTS = (
+    "committed",  # its source word spoken -> the translator committed the last word of its chunk
+    "synthesis",  # -> the chunk's first sample (the chunker's wait for a break, then synthesis)
+    "queue",  # -> play_start (the wait behind earlier speech)
+    "in_chunk",  # -> the word itself is heard (its offset inside the chunk)
+)
+
+
+def lag_parts(audio: Sequence[dict], above: float | None = None) -> dict[str, float]:
+    """Mean of each part of `LAG_PARTS` (seconds, computation-aware) over the heard words whose
+    source time is known (only those whose lag is above `above`, when given); empty when no
+    record carries the times it needs (`commit_time`, `wall_time`, `play_start`)."""
+    sums = dict.fromkeys(LAG_PARTS, 0.0)
+    n = 0
+    for r, start in zip(audio, play_starts(audio, "ca")):
+        if r.get("commit_time") is None or not r.get("word_times"):
+            continue
+        commit, first = float(r["commit_time"]), float(r["wall_time"])
+        for _text, spoken, offset in r["word_times"]:
+            if spoken is None or (above is not None and start + float(offset) - float(spoken) <= above):
+                continue
+            for part, value in zip(LAG_PARTS, (commit - float(spoken), first - commit, start - first, float(offset))):
+                sums[part] += value
+            n += 1
+    return {part: total / n for part, total in sums.items()} if n else {}

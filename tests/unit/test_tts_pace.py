@@ -10,7 +10,8 @@ import pytest
 
 from speech.channel import Channel
 from speech.clock import SimulatedClock
-from speech.eval.listener import heard_words, lag_per_minute, lag_slope, listener_latency, play_starts
+from speech.eval.listener import (LAG_PARTS, heard_words, lag_parts, lag_per_minute, lag_slope, listener_latency,
+                                  play_starts)
 from speech.events import EventLog
 from speech.tts.chunker import ChunkerConfig
 from speech.tts.listener import ListenerSchedule, timed_offsets, word_offsets
@@ -318,3 +319,18 @@ def test_a_synthesiser_that_hangs_ends_the_stage_with_a_named_error():
             asyncio.run(main())
     finally:
         release.set()
+
+
+def test_lag_parts_add_up_to_the_lag_and_the_queue_holds_the_backlog():
+    """1.5x longer speech without control: the parts of every word add up to its lag, and the
+    words that wait longest wait behind earlier speech, not for the translator or the voice."""
+    records, _, _ = asyncio.run(run(talk(30, 3.0), PaceConfig(control=False)))
+    audio = [r for r in records if r["kind"] == "audio"]
+    lags = [w.lag for w in heard_words(audio)]
+    parts = lag_parts(audio)
+    assert set(parts) == set(LAG_PARTS)
+    assert sum(parts.values()) == pytest.approx(sum(lags) / len(lags), abs=1e-6)
+    slowest = lag_parts(audio, above=sorted(lags)[int(0.9 * len(lags))])
+    assert slowest["queue"] > 5 * max(slowest["committed"], slowest["synthesis"])
+    assert slowest["queue"] > parts["queue"] + 3  # the backlog grew along the talk
+    assert lag_parts(audio, above=max(lags)) == {}  # no word above the largest lag
