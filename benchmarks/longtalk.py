@@ -6,8 +6,10 @@
 The talk is the one `speech bench s2st --long` builds (speech.tts.longtalk: the shared recordings of
 the source language joined with 0.3-1.0 s pauses), streamed to a fresh `speech serve` at real-time
 pace. The server's `synthesis` events carry each word's listener lag (when the listener hears it -
-when its source word reached the server: speech.server.live); this reports their p50, p90 and max
-per minute of the talk (by when the listener hears the word), the slope, and the `done` summary.
+when its source word reached the server: speech.server.live) and when it is heard; this reports
+their p50, p90 and max per minute of the talk and the slope, computed as for the simulated clock
+(speech.eval.listener: a word counts in the minute its source word was spoken), and the `done`
+summary.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from loadkit import ServerProcess
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+from speech.eval.listener import HeardWord, lag_per_minute, lag_slope  # noqa: E402
 from speech.progress import Progress  # noqa: E402
 from speech.stats import percentile  # noqa: E402
 
@@ -39,7 +42,7 @@ def main() -> int:
 
     source, target = args.pair.split("-")
     talk = build_talk(Path(args.data), source, args.minutes)
-    heard: list[tuple[float, float]] = []  # (play_start, lag) per word
+    heard: list[HeardWord] = []  # per word: when heard, when its source reached the server
     done: dict = {}
     with ServerProcess("--warm-up", f"{source}:{target}", *shlex.split(args.serve_args)) as server, \
             Progress(int(talk.duration), label=f"long talk {args.pair} (real time)") as bar:
@@ -48,9 +51,9 @@ def main() -> int:
         shown = [0.0]
 
         def on_event(event: dict) -> None:
-            if event.get("type") == "synthesis" and event.get("play_start") is not None:
-                for i, lag in enumerate(event.get("word_lags") or []):
-                    heard.append((float(event["play_start"]) + i * 1e-3, float(lag)))
+            if event.get("type") == "synthesis":
+                for t, lag in zip(event.get("word_heard") or [], event.get("word_lags") or []):
+                    heard.append(HeardWord("", float(t), float(t) - float(lag)))
             if event.get("type") == "done":
                 done.update(event.get("summary") or {})
             if event.get("type") == "recognition" and event.get("source_time"):
@@ -61,19 +64,9 @@ def main() -> int:
 
         asyncio.run(stream_audio(server.url, talk.samples, 16000, source, target, speed=1.0, on_event=on_event,
                                  timeout=talk.duration + 600))
-    minutes = int(max((t for t, _ in heard), default=0) // 60) + 1
-    per_minute = []
-    for m in range(minutes):
-        lags = [lag for t, lag in heard if m * 60 <= t < (m + 1) * 60]
-        per_minute.append({"minute": m, "words": len(lags), "p50": percentile(lags, 50), "p90": percentile(lags, 90),
-                           "max": max(lags) if lags else None})
-    lags = [lag for _, lag in heard]
-    n = len(heard)
-    slope = None
-    if n > 1:
-        mx, my = sum(t for t, _ in heard) / n, sum(lag for _, lag in heard) / n
-        sxx = sum((t - mx) ** 2 for t, _ in heard)
-        slope = 60 * sum((t - mx) * (lag - my) for t, lag in heard) / sxx if sxx else None
+    per_minute = lag_per_minute(heard)
+    lags = [w.lag for w in heard]
+    slope = lag_slope(heard)
     out = {"pair": args.pair, "talk_s": round(talk.duration, 1), "serve_args": args.serve_args,
            "synthesis_lag_p50_s": percentile(lags, 50), "synthesis_lag_p90_s": percentile(lags, 90),
            "synthesis_lag_p90_s_per_minute": [m["p90"] for m in per_minute], "per_minute": per_minute,

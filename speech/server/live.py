@@ -312,19 +312,21 @@ class LiveSession:
         arrived = self.input.arrivals.arrival(float(source_time))
         return None if arrived is None else max(0.0, self.clock.now() - arrived)
 
-    def _listener_lags(self, rec: dict) -> list[float]:
-        """Listener lag of each word of a synthesised chunk: when the listener hears it (the
-        chunk's `play_start` + the word's offset) minus when its source word reached the server
-        (speech.eval.listener defines the same figure offline)."""
+    def _heard_lags(self, rec: dict) -> list[tuple[float, float]]:
+        """(heard, lag) of each word of a synthesised chunk whose source is known: when the
+        listener hears it (the chunk's `play_start` + the word's offset, session seconds) and that
+        minus when its source word reached the server (speech.eval.listener defines the same
+        figure offline)."""
         start = rec.get("play_start")
         if start is None:
             return []
-        lags = []
+        out = []
         for _text, spoken, offset in rec.get("word_times") or []:
             arrived = None if spoken is None else self.input.arrivals.arrival(float(spoken))
             if arrived is not None:
-                lags.append(max(0.0, float(start) + float(offset) - arrived))
-        return lags
+                heard = float(start) + float(offset)
+                out.append((heard, max(0.0, heard - arrived)))
+        return out
 
     def _on_record(self, rec: dict) -> None:
         kind, stage, target = rec.get("kind"), rec.get("stage"), rec.get("target")
@@ -341,14 +343,15 @@ class LiveSession:
                 rec = {**rec, "target": target}
             self._publish(P.text_event(name, rec, lag), target=target if name == "translation" else None)
         elif kind == "audio" and stage == "tts":
-            lags = self._listener_lags(rec)
+            heard = self._heard_lags(rec)
+            lags = [lag for _, lag in heard]
             self.stats.synthesis(target, lags)
             for lag in lags:
                 self.hub.metrics.observe_listener_lag(lag)
             event = {"type": "synthesis", "target": target, "text": rec.get("text", ""), "start": rec.get("start"),
                      "duration": rec.get("duration"), "chunk": rec.get("seq"), "play_start": rec.get("play_start"),
                      "speed": rec.get("speed"), "lag": round(lags[0], 4) if lags else None,
-                     "word_lags": [round(x, 4) for x in lags]}
+                     "word_lags": [round(x, 4) for x in lags], "word_heard": [round(t, 4) for t, _ in heard]}
             self._publish(event, target=target)
         elif kind == "stats":
             self.stats.compute(rec.get("compute_s"))
