@@ -137,6 +137,7 @@ def summarise(pair: str, control: str, records: list[dict], asr_records: list[di
     words = heard_words(audio)
     figures = listener_latency(asr_records + records, talk.duration)
     lags = [w.lag for w in words if w.lag is not None]
+    p90 = percentile(lags, 90)
     cu_words = heard_words(audio, "cu")
     cu_lags = [w.lag for w in cu_words if w.lag is not None]
     minutes = lag_per_minute(words)
@@ -149,7 +150,7 @@ def summarise(pair: str, control: str, records: list[dict], asr_records: list[di
         "control": control,
         "talk_s": round(talk.duration, 1),
         "listener_lag_p50_s": r3(percentile(lags, 50)),
-        "listener_lag_p90_s": r3(percentile(lags, 90)),
+        "listener_lag_p90_s": r3(p90),
         "listener_lag_max_s": r3(max(lags) if lags else None),
         "listener_lag_p50_s_per_minute": [r3(m["p50"]) for m in minutes],
         "listener_lag_p90_s_per_minute": [r3(m["p90"]) for m in minutes],
@@ -165,7 +166,7 @@ def summarise(pair: str, control: str, records: list[dict], asr_records: list[di
         "words_spoken": spoken,
         # where the lag goes (speech.eval.listener.LAG_PARTS), over every word and over the slowest tenth
         "lag_parts_s": {k: r3(v) for k, v in lag_parts(audio).items()},
-        "lag_parts_s_above_p90": {k: r3(v) for k, v in lag_parts(audio, percentile(lags, 90) if lags else None).items()},
+        "lag_parts_s_above_p90": {k: r3(v) for k, v in lag_parts(audio, p90).items()},
         # the same on the computation-unaware timeline (deterministic: no compute time counted)
         "listener_lag_p90_s_cu": r3(percentile(cu_lags, 90)),
         "listener_lag_p90_s_per_minute_cu": [r3(m["p90"]) for m in lag_per_minute(cu_words)],
