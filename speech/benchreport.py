@@ -73,6 +73,18 @@ def render_long(data: Any) -> list[str]:
         out.append(f"| {r['pair']} | {r['control']} | {_f(r.get('listener_lag_p50_s'))} / {_f(r.get('listener_lag_p90_s'))} s | "
                    f"{_f(max(per_min) if per_min else None)} s | {above} | {_f(r.get('listener_lag_slope_s_per_min'))} s/min | "
                    f"{_f(r.get('end_offset_s'))} s | {_f(r.get('duration_ratio'))} | {_f(r.get('share_words_dropped'), 1, 100, ' %')} |")
+    parted = [r for r in _rows(data) if r.get("lag_parts_s")]
+    if parted:
+        from .eval.listener import LAG_PARTS
+
+        out += ["", "Where the lag goes (mean seconds per heard word, every word / the slowest tenth; "
+                "[synthesis.md](synthesis.md#figures)):", "",
+                "| pair | control | " + " | ".join(p.replace("_", " ") for p in LAG_PARTS) + " |",
+                "| --- | --- |" + " --- |" * len(LAG_PARTS)]
+        for r in parted:
+            every, slow = r["lag_parts_s"], r.get("lag_parts_s_above_p90") or {}
+            out.append(f"| {r['pair']} | {r['control']} | "
+                       + " | ".join(f"{_f(every.get(p))} / {_f(slow.get(p))}" for p in LAG_PARTS) + " |")
     return out
 
 

@@ -14,10 +14,15 @@ def test_page_shows_stored_figures_with_their_command(tmp_path, monkeypatch):
         "machine": {"cores": 2, "processor": "x86_64", "memory_gb": 23.4, "load_average": [0.5, 0.4, 0.3]},
         "results": [{"pair": "en-es", "control": "on", "listener_lag_p50_s": 3.2, "listener_lag_p90_s": 4.4,
                      "listener_lag_p90_s_per_minute": [4.0, 4.9, 4.1], "listener_lag_slope_s_per_min": 0.02,
-                     "end_offset_s": 3.1, "duration_ratio": 0.91, "share_words_dropped": 0.01}],
+                     "end_offset_s": 3.1, "duration_ratio": 0.91, "share_words_dropped": 0.01,
+                     "lag_parts_s": {"committed": 2.0, "synthesis": 0.3, "queue": 0.6, "in_chunk": 0.5},
+                     "lag_parts_s_above_p90": {"committed": 2.7, "synthesis": 0.1, "queue": 1.1, "in_chunk": 0.6}}],
     }))
     text = benchreport.render(tmp_path / "page.md")
     assert "| en-es | on | 3.20 / 4.40 s | 4.90 s | 0 of 3 | 0.02 s/min | 3.10 s | 0.91 | 1.0 % |" in text
+    # where the lag goes: every word / the slowest tenth, per part
+    assert "| pair | control | committed | synthesis | queue | in chunk |" in text
+    assert "| en-es | on | 2.00 / 2.70 | 0.30 / 0.10 | 0.60 / 1.10 | 0.50 / 0.60 |" in text
     assert "`speech bench s2st --long 10 --pairs en-es --json`, 2026-12-01 05:00 UTC; 2 cores" in text
     # a headline never measured says how to measure it, and shows no figure
     assert "Not measured yet: `speech bench report --run asr`." in text
