@@ -63,6 +63,11 @@ def render_s2st(data: Any) -> list[str]:
     return out
 
 
+# The column titles of speech.eval.listener.LAG_PARTS, as docs/synthesis.md names them.
+PART_TITLES = {"committed": "until committed", "synthesis": "until the first sample",
+               "queue": "behind earlier speech", "in_chunk": "place in the chunk"}
+
+
 def render_long(data: Any) -> list[str]:
     out = ["| pair | control | listener lag p50 / p90 | worst minute p90 | minutes p90 > 5 s | slope | EndOffset | "
            "output/input | words dropped |",
@@ -79,7 +84,7 @@ def render_long(data: Any) -> list[str]:
 
         out += ["", "Where the lag goes (mean seconds per heard word, every word / the slowest tenth; "
                 "[synthesis.md](synthesis.md#figures)):", "",
-                "| pair | control | " + " | ".join(p.replace("_", " ") for p in LAG_PARTS) + " |",
+                "| pair | control | " + " | ".join(PART_TITLES.get(p, p) for p in LAG_PARTS) + " |",
                 "| --- | --- |" + " --- |" * len(LAG_PARTS)]
         for r in parted:
             every, slow = r["lag_parts_s"], r.get("lag_parts_s_above_p90") or {}

@@ -21,7 +21,7 @@ def test_page_shows_stored_figures_with_their_command(tmp_path, monkeypatch):
     text = benchreport.render(tmp_path / "page.md")
     assert "| en-es | on | 3.20 / 4.40 s | 4.90 s | 0 of 3 | 0.02 s/min | 3.10 s | 0.91 | 1.0 % |" in text
     # where the lag goes: every word / the slowest tenth, per part
-    assert "| pair | control | committed | synthesis | queue | in chunk |" in text
+    assert "| pair | control | until committed | until the first sample | behind earlier speech | place in the chunk |" in text
     assert "| en-es | on | 2.00 / 2.70 | 0.30 / 0.10 | 0.60 / 1.10 | 0.50 / 0.60 |" in text
     assert "`speech bench s2st --long 10 --pairs en-es --json`, 2026-12-01 05:00 UTC; 2 cores" in text
     # a headline never measured says how to measure it, and shows no figure
