@@ -11,7 +11,8 @@ already removed), so a policy only decides how long a prefix of it to commit now
   the audio window, decoded confidently, rarely change, so most words no longer wait one more
   update. `agree_margin_s` (0.2 s): agreement counts only if the earlier sighting had right context.
   `deep_margin_s` (off unless set): a word of middling probability is settled too once that much
-  audio follows it.
+  audio follows it. `stale_s` (2 s): any word is settled once that much audio follows it, so one
+  word the decoder keeps rewording cannot hold every word behind it.
 
 At a pause found by the VAD the stage closes the segment and commits its whole tail with `flush`,
 whatever the policy (as whisper_streaming's voice-activity controller does).
@@ -84,14 +85,21 @@ class StableCommitConfig:
     # per-language settings are in asr/backends.py, LANGUAGE_POLICY).
     deep_margin_s: float | None = None
     deep_min_probability: float = 0.3
+    # Stale words: whatever its probability, a word is settled once stale_s of audio follows it. A
+    # segment that opens on a fragment (a word cut by a pause) gets a first word that every decode
+    # rewords ("eis.", "eitos", "centros"), and a prefix policy holds every word behind it until
+    # the segment ends. 2.5 measured best (docs/asr.md, "Stale words"); 0 or None: off.
+    stale_s: float | None = 2.5
 
 
 class StableCommit:
     """LocalAgreement-2, plus early commit of settled, confident words."""
 
     def __init__(self, margin_s: float = 0.3, min_probability: float = 0.6, agree_margin_s: float = 0.2,
-                 deep_margin_s: float | None = None, deep_min_probability: float = 0.3) -> None:
+                 deep_margin_s: float | None = None, deep_min_probability: float = 0.3,
+                 stale_s: float | None = 2.5) -> None:
         self.deep_margin_s = deep_margin_s
+        self.stale_s = stale_s
         self.deep_min_probability = deep_min_probability
         self.margin_s = margin_s
         self.min_probability = min_probability
@@ -103,6 +111,8 @@ class StableCommit:
         if word.end is None or word.end > now - self.margin_s:
             return False
         if word.probability is None or word.probability >= self.min_probability:
+            return True
+        if self.stale_s and word.end <= now - self.stale_s:
             return True
         return (self.deep_margin_s is not None and word.end <= now - self.deep_margin_s
                 and word.probability >= self.deep_min_probability)
@@ -137,4 +147,4 @@ def make_local_agreement(config: LocalAgreementConfig, registry: object) -> Loca
 
 def make_stable_commit(config: StableCommitConfig, registry: object) -> StableCommit:
     return StableCommit(config.margin_s, config.min_probability, config.agree_margin_s,
-                        config.deep_margin_s, config.deep_min_probability)
+                        config.deep_margin_s, config.deep_min_probability, config.stale_s)

@@ -129,6 +129,19 @@ def test_without_deep_margin_a_middling_word_waits_for_agreement():
     assert got == [("", "a b")]
 
 
+def test_a_reworded_unconfident_first_word_stops_holding_the_words_behind_it_once_stale():
+    # A segment opening on a fragment: each decode rewords its first word at low probability, so
+    # neither agreement nor confidence settles it, and the confident words behind it wait.
+    script = [("eis?:1.2 recentes:1.8 do:2.0", 2.5), ("eitos?:1.2 recentes:1.8 do:2.0 seu:2.4", 3.0),
+              ("centros?:1.2 recentes:1.8 do:2.0 seu:2.4 trabalho:3.3", 3.5)]
+    stale = drive(StableCommit(stale_s=2.0), script)
+    assert stale[:2] == [("", "eis recentes do"), ("", "eitos recentes do seu")]
+    assert stale[2] == ("centros recentes do seu", "trabalho")
+    for off in (None, 0):
+        never = drive(StableCommit(stale_s=off), script)
+        assert [committed for committed, _ in never] == ["", "", ""]
+
+
 @pytest.mark.parametrize("policy", [LocalAgreement(2), StableCommit()])
 def test_flush_commits_everything_and_forgets(policy):
     policy.update(words("a:0.5 b:0.9"), 1.0)
