@@ -11,8 +11,8 @@ already removed), so a policy only decides how long a prefix of it to commit now
   the audio window, decoded confidently, rarely change, so most words no longer wait one more
   update. `agree_margin_s` (0.2 s): agreement counts only if the earlier sighting had right context.
   `deep_margin_s` (off unless set): a word of middling probability is settled too once that much
-  audio follows it. `stale_s` (2 s): any word is settled once that much audio follows it, so one
-  word the decoder keeps rewording cannot hold every word behind it.
+  audio follows it. `stale_s` (2.5 s): any word is settled once that much audio follows it, so
+  one word the decoder keeps rewording cannot hold every word behind it.
 
 At a pause found by the VAD the stage closes the segment and commits its whole tail with `flush`,
 whatever the policy (as whisper_streaming's voice-activity controller does).
