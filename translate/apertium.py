@@ -62,6 +62,7 @@ _RESERVED = re.compile(r"([\\\[\]{}^$/@<>])")  # the stream format's reserved ch
 _BLANK = re.compile(r"(?<!\\)\[[^\]]*(?<!\\)\]")  # a superblank `[...]` (formatting), not `\[`
 _UNESCAPE = re.compile(r"\\(.)")
 _MARKS = "*#@"  # unknown word, generation error, no bilingual entry
+_FINAL_STOP = re.compile(r"\w\.$")  # a sentence's full stop glued to its last word
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,25 @@ def clean(output: str, keep_marks: bool = False) -> str:
     if not keep_marks:  # before unescaping: an escaped `\@` is the text's own, not a mark
         words = [w.lstrip(_MARKS) or w for w in words]
     return " ".join(_UNESCAPE.sub(r"\1", w) for w in words)
+
+
+def detach_final_stop(request: str) -> tuple[str, bool]:
+    """The request with its final full stop set apart from the last word, and whether it had one.
+
+    Glued to the word, the stop lets the analyser read the word as an abbreviation: Catalan
+    "Ella va dir." (she said) is taken as "dir." (director) and comes out untranslated in Spanish,
+    "Ella va dir ." becomes "Ella dijo .". A sentence's last stop is punctuation: an abbreviation
+    there (etc.) loses nothing, as an unknown word passes through."""
+    if _FINAL_STOP.search(request):
+        return request[:-1] + " .", True
+    return request, False
+
+
+def reattach_final_stop(output: str, stop: bool) -> str:
+    """The stop back on the last word (`stop`: the request had one set apart)."""
+    if stop and output.endswith(" ."):
+        return output[:-2].rstrip() + "."
+    return output
 
 
 def _code(name: str) -> str | None:
@@ -172,18 +192,18 @@ class ApertiumProcess:
         self._finalizer = weakref.finalize(self, stop_process, [self._proc])
 
     def translate(self, text: str) -> str:
-        request = escape(text)
+        request, stop = detach_final_stop(escape(text))
         if not request:
             return ""
         with self._lock:
             try:
-                return clean(self._call(request), self.keep_marks)
+                return reattach_final_stop(clean(self._call(request), self.keep_marks), stop)
             except (OSError, TimeoutError, EOFError):
                 # Died or hung: one fresh pipeline, then give up with what it said.
                 self._kill()
                 self.restarts += 1
                 try:
-                    return clean(self._call(request), self.keep_marks)
+                    return reattach_final_stop(clean(self._call(request), self.keep_marks), stop)
                 except (OSError, TimeoutError, EOFError) as e:
                     said = self._stderr_tail()
                     self._kill()

@@ -49,6 +49,15 @@ def test_known_sentence_translates_into_spanish_and_fast(registry):
     assert proc._proc.pid == pid
 
 
+def test_a_sentence_ending_on_a_word_that_is_also_an_abbreviation_is_translated(registry):
+    # Catalan "dir." is also an abbreviation (director): with the stop glued to it the analyser
+    # took it for one, and "she said" reached Spanish untranslated, through en->pt->ca->es too.
+    need("ca", "es")
+    t = registry.create("translator", "apertium")
+    assert t.translate("Ella va dir.", "ca", "es") == "Ella dijo."
+    assert t.translate("L'oficina va dir que no.", "ca", "es") == "La oficina dijo que no."
+
+
 def test_streaming_never_retracts_committed_words(registry):
     need("en", "es")
     engine = registry.create("translator", "apertium", mask=0)

@@ -11,8 +11,9 @@ import pytest
 
 from speech.errors import UserError
 from speech.translate import apertium, backends
-from speech.translate.apertium import (ApertiumConfig, ApertiumProcess, ApertiumTranslator, clean, discover_modes,
-                                       escape, missing_pair_error, parse_modes)
+from speech.translate.apertium import (ApertiumConfig, ApertiumProcess, ApertiumTranslator, clean,
+                                       detach_final_stop, discover_modes, escape, missing_pair_error, parse_modes,
+                                       reattach_final_stop)
 from speech.translate.hypothesis import EngineFailed
 from speech.translate.nmt import RetranslationStream
 
@@ -101,6 +102,29 @@ def test_process_answers_each_request_and_keeps_running(tmp_path):
     finally:
         proc.close()
     assert proc._proc is None
+
+
+@needs_bash
+def test_a_final_stop_reaches_the_pipeline_set_apart_and_comes_back_on_the_word(tmp_path):
+    # The stand-in echoes what it received (plus the trailing blank every request ends with).
+    proc = ApertiumProcess(tmp_path / "x.mode", script=r"""while IFS= read -r -d '' x; do printf '%s\0' "$x"; done""")
+    try:
+        assert proc._call(detach_final_stop(escape("ella va dir."))[0]) == "ella va dir . "
+        assert proc.translate("ella va dir.") == "ella va dir."
+        assert proc.translate("3.5 km. Dr.") == "3.5 km. Dr."
+        assert proc.translate("no stop") == "no stop"
+        assert proc.translate("a question?") == "a question?"
+    finally:
+        proc.close()
+
+
+def test_final_stop_helpers():
+    assert detach_final_stop("ella va dir.") == ("ella va dir .", True)
+    assert detach_final_stop("the end...") == ("the end...", False)  # an ellipsis is no full stop
+    assert detach_final_stop("fin") == ("fin", False)
+    assert reattach_final_stop("ella dijo .", True) == "ella dijo."
+    assert reattach_final_stop("ella dijo .", False) == "ella dijo ."
+    assert reattach_final_stop("ella dijo", True) == "ella dijo"  # the engine dropped it: left as is
 
 
 @needs_bash
