@@ -15,6 +15,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "  speech eval ../shared/data/speech/fleurs/manifest.jsonl --source en --target es\n"
         "  speech eval M.jsonl --source en --target pt --sweep chunk_ms=250,500,1000 --sweep policy=stable,local-agreement-2\n"
         "  speech eval M.jsonl --source en --target es --long-form --out runs/long\n"
+        "  speech eval M.jsonl --source es --target en --phases 4   # figures averaged over the decode's phase\n"
         "An interrupted run resumes when the same command is repeated with the same --out."
     )
     parser.add_argument("manifest", help="JSON lines: file, transcript, ref_<target>, optional lang")
@@ -37,6 +38,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "NAME: a PipelineConfig field, policy (= asr_policy), a typed option such as "
                              "asr_options.update_s, or extra.NAME")
     parser.add_argument("--limit", type=int, help="only the first N usable recordings")
+    parser.add_argument("--phases", type=int, default=1, metavar="K",
+                        help="run every recording K times, after 0, 1/K, ... s of leading silence, so the "
+                             "recogniser's 1-s decode steps fall at K places in the speech; every figure is "
+                             "then over all K runs (default 1; at most 10; not with --long-form)")
     parser.add_argument("--no-asr-bleu", action="store_true", help="skip transcribing the output speech")
     parser.add_argument("--asr-bleu-model", default="whisper-base", help="recogniser for ASR-BLEU (default whisper-base)")
     parser.add_argument("--no-plots", action="store_true", help="skip the matplotlib plots")
@@ -54,6 +59,12 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--limit must be at least 1")
     if args.gap < 0:
         raise UserError("--gap must not be negative")
+    from .phases import MAX_PHASES
+
+    if not 1 <= args.phases <= MAX_PHASES:
+        raise UserError(f"--phases must be between 1 and {MAX_PHASES}, got {args.phases}")
+    if args.phases > 1 and args.long_form:
+        raise UserError("--phases runs each recording on its own; it does not combine with --long-form")
     from ..configuration import resolve
 
     base = resolve("eval", args).config.replace(source=source, target=target)
@@ -75,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         manifest=manifest, source=source, target=target, out=out, base=base, sweeps=sweeps,
         clocks=["simulated", "wall"] if args.clock == "both" else [args.clock],
         long_form=args.long_form, gap_s=args.gap, asr_bleu=not args.no_asr_bleu,
-        asr_bleu_model=args.asr_bleu_model, plots=not args.no_plots,
+        asr_bleu_model=args.asr_bleu_model, plots=not args.no_plots, phases=args.phases,
         command="speech eval " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else "speech eval",
     )
     result = evaluate(opts, registry)

@@ -71,13 +71,21 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def _phases(phases: int) -> str:
+    if phases <= 1:
+        return ""
+    leads = ", ".join(f"{k / phases:g}" for k in range(phases))
+    return f", each recording at {phases} decode phases ({leads} s of leading silence; n counts every run)"
+
+
 def write_report(folder: Path, run: dict, configs: list[dict], skipped: list[dict], plots: list[tuple[str, Path]]) -> None:
     """`configs`: [{label, aggregate, notes}]; `plots`: (caption, path) pairs inside `folder`."""
     header, rows = headline_rows(configs)
     md = [f"# Evaluation report: {run.get('manifest', '')}", ""]
     md.append(f"`{run.get('command', '')}`  ")
     md.append(f"source {run.get('source')} → target {run.get('target')}, clock {run.get('clock')}, "
-              f"{'long-form' if run.get('long_form') else 'per utterance'}, {run.get('started', '')}")
+              f"{'long-form' if run.get('long_form') else 'per utterance'}{_phases(run.get('phases', 1))}, "
+              f"{run.get('started', '')}")
     md += ["", "## Headline", "", markdown_table(header, rows), "", LEGEND, ""]
     notes = [(c["label"], n) for c in configs for n in c.get("notes", [])]
     if notes:

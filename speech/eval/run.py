@@ -24,6 +24,7 @@ from ..stage import StageError
 from .aggregate import aggregate, write_tables
 from .configs import Combination, combinations, folder_name, machine, versions
 from .manifest import Manifest
+from .phases import phase_id, phase_leads, phased_input
 from .runner import EVENTS, evaluate_recording, load_done, write_json_atomic
 
 
@@ -42,6 +43,7 @@ class EvalOptions:
     asr_bleu_model: str = "whisper-base"
     plots: bool = True
     command: str = ""
+    phases: int = 1  # each recording after 0, 1/K, ... s of leading silence (speech/eval/phases.py)
 
 
 def identity(opts: EvalOptions) -> dict:
@@ -57,7 +59,7 @@ def identity(opts: EvalOptions) -> dict:
         "long_form": opts.long_form,
         "gap_s": opts.gap_s,
         "asr_bleu": opts.asr_bleu,
-    }
+    } | ({"phases": opts.phases} if opts.phases != 1 else {})
 
 
 def prepare_folder(opts: EvalOptions) -> bool:
@@ -96,7 +98,7 @@ def evaluate(opts: EvalOptions, registry: Any, progress_stream: Any = None) -> d
     """Runs (or resumes) everything; returns {"configs": [...], "rows": [...], "skipped": [...]}."""
     resumed = prepare_folder(opts)
     combos = combinations(opts.base, opts.sweeps, opts.clocks)
-    items = opts.manifest.items
+    items = [(item, lead) for item in opts.manifest.items for lead in phase_leads(opts.phases)]
     skipped = list(opts.manifest.skipped)
     transcriber = _transcriber(opts, registry)
     total = len(combos) * (1 if opts.long_form else len(items))
@@ -114,9 +116,10 @@ def evaluate(opts: EvalOptions, registry: Any, progress_stream: Any = None) -> d
                 agg.update(stream)
             else:
                 rows, notes = [], []
-                for item in items:
-                    row = _evaluate_item(opts, registry, combo, folder / "items" / item.id, item, transcriber, skipped)
-                    bar.update(1, status=f"{combo.label} {item.id}{' (done earlier)' if row and row.get('_resumed') else ''}")
+                for item, lead in items:
+                    name = phase_id(item.id, lead)
+                    row = _evaluate_item(opts, registry, combo, folder / "items" / name, item, transcriber, skipped, lead)
+                    bar.update(1, status=f"{combo.label} {name}{' (done earlier)' if row and row.get('_resumed') else ''}")
                     if row is not None:
                         rows.append(row)
                 agg = aggregate(rows, combo.config.target)
@@ -125,6 +128,7 @@ def evaluate(opts: EvalOptions, registry: Any, progress_stream: Any = None) -> d
                 notes.append("ASR-BLEU left out: no recogniser for the target language")
             results.append({"label": combo.label, "clock": combo.clock, "settings": dict(combo.settings),
                             "config": combo.config.to_json(), "aggregate": agg, "notes": notes, "folder": str(folder)})
+            results += _phase_results(opts, results[-1], rows)
             all_rows.extend(rows)
     write_tables(opts.out, "per_utterance", all_rows)
     write_tables(opts.out, "aggregate", [{"config": r["label"], **r["aggregate"]} for r in results])
@@ -132,6 +136,15 @@ def evaluate(opts: EvalOptions, registry: Any, progress_stream: Any = None) -> d
     (opts.out / "skipped.json").write_text(json.dumps(skipped_unique, indent=1, ensure_ascii=False), encoding="utf-8")
     _report(opts, results, skipped_unique)
     return {"configs": results, "rows": all_rows, "skipped": skipped_unique, "resumed": resumed}
+
+
+def _phase_results(opts: EvalOptions, whole: dict, rows: list[dict]) -> list[dict]:
+    """With --phases: one more row per phase (`LABEL @0.25 s`), beside the row over all of them."""
+    if opts.phases == 1 or opts.long_form:
+        return []
+    return [{**whole, "label": f"{whole['label']} @{lead:g} s", "settings": {**whole["settings"], "lead_s": lead},
+             "aggregate": aggregate([r for r in rows if r.get("lead_s") == lead], opts.target), "notes": []}
+            for lead in phase_leads(opts.phases)]
 
 
 def _transcriber(opts: EvalOptions, registry: Any) -> Callable | None:
@@ -149,14 +162,17 @@ def _transcriber(opts: EvalOptions, registry: Any) -> Callable | None:
 
 
 def _evaluate_item(opts: EvalOptions, registry: Any, combo: Combination, folder: Path, item: Any,
-                   transcriber: Callable | None, skipped: list[dict]) -> dict | None:
-    base = {"config": combo.label, "clock": combo.clock, "id": item.id, "file": str(item.path),
+                   transcriber: Callable | None, skipped: list[dict], lead: float = 0.0) -> dict | None:
+    base = {"config": combo.label, "clock": combo.clock, "id": phase_id(item.id, lead), "file": str(item.path),
             "transcript": item.transcript, "reference": item.reference}
+    if opts.phases != 1:
+        base["lead_s"] = lead
     done = load_done(folder)
     if done is not None:
         return {**done, **base, "_resumed": True}
     try:
-        metrics = evaluate_recording(registry, combo.config, item.path, folder, combo.clock,
+        folder.mkdir(parents=True, exist_ok=True)
+        metrics = evaluate_recording(registry, combo.config, phased_input(item.path, lead, folder), folder, combo.clock,
                                      item.transcript, item.reference, transcriber)
     except StageError as e:
         skipped.append({"line": item.line, "file": str(item.path), "reason": f"{combo.label}: {e}"})
@@ -170,6 +186,7 @@ def _report(opts: EvalOptions, results: list[dict], skipped: list[dict]) -> None
     run = json.loads((opts.out / "run.json").read_text(encoding="utf-8"))
     info = {"manifest": str(opts.manifest.path), "command": run.get("command"), "source": opts.source,
             "target": opts.target, "clock": ",".join(opts.clocks), "long_form": opts.long_form,
+            "phases": opts.phases,
             "started": run.get("started"), "versions": run.get("versions"), "machine": run.get("machine")}
     plots: list[tuple[str, Path]] = []
     if opts.plots and results:

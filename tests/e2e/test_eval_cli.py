@@ -33,6 +33,16 @@ def test_empty_manifest_is_one_line_error(tmp_path):
     assert p.returncode == 2 and "no usable recording" in p.stderr and "Traceback" not in p.stderr
 
 
+@pytest.mark.parametrize("args,message", [
+    (["--phases", "0"], "--phases must be between 1 and 10, got 0"),
+    (["--phases", "11"], "--phases must be between 1 and 10, got 11"),
+    (["--phases", "2", "--long-form"], "does not combine with --long-form"),
+])
+def test_phases_out_of_range_is_one_line_error(tmp_path, args, message):
+    p = speech("eval", str(tmp_path / "m.jsonl"), "--source", "en", "--target", "es", *args)
+    assert p.returncode == 2 and message in p.stderr and "Traceback" not in p.stderr
+
+
 @pytest.mark.slow
 def test_eval_run_and_resume(tmp_path):
     require_data(LIBRIVOX)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from speech import pipeline
-from speech.audio import write_wav
+from speech.audio import read_audio, write_wav
 from speech.errors import UserError
 from speech.eval.configs import load_config, parse_sweep
 from speech.eval.manifest import check_language, read_manifest
@@ -205,3 +205,35 @@ def test_long_form_resegments_per_reference(fake_pipeline, corpus, tmp_path):
     assert rows[1]["mt_StartOffset_cu"] == pytest.approx(0.0)
     assert rows[1]["mt_EndOffset_cu"] == pytest.approx(2.0 - 2.4)
     assert result["configs"][0]["aggregate"]["stream_s"] == pytest.approx(6.4)
+
+
+def test_phases_run_each_recording_after_leading_silence(fake_pipeline, corpus, tmp_path):
+    """--phases 2: every recording twice, the second after 0.5 s of silence, figures over both."""
+    out = tmp_path / "run"
+    result = evaluate(options(corpus, out, phases=2, plots=True), Registry())
+    rows = {r["id"]: r for r in result["rows"]}
+    assert list(rows) == ["a", "a+500ms", "b", "b+500ms"]
+    assert rows["a"]["lead_s"] == 0.0 and rows["a+500ms"]["lead_s"] == 0.5
+    padded = out / "configs" / "base" / "items" / "a+500ms" / "input.wav"
+    samples, rate, _ = read_audio(padded)
+    assert len(samples) == int(3.7 * 16000) and not (out / "configs" / "base" / "items" / "a" / "input.wav").exists()
+    # the fake recognises one word a second of audio: the padded copy's words come 0.5 s later in
+    # its own time, and the source it read is 0.5 s longer
+    assert rows["a+500ms"]["source_s"] == pytest.approx(rows["a"]["source_s"] + 0.5)
+    assert rows["a+500ms"]["mt_text"] == "uno dos tres"
+    agg = json.loads((out / "aggregate.json").read_text())
+    assert [(a["config"], a["utterances"]) for a in agg] == [("base", 4), ("base @0 s", 2), ("base @0.5 s", 2)]
+    assert [c["settings"].get("lead_s") for c in result["configs"]] == [None, 0.0, 0.5]
+    assert "2 decode phases (0, 0.5 s of leading silence" in (out / "report.md").read_text()
+    # resumable like any run; another number of phases is another run
+    again = evaluate(options(corpus, out, phases=2), Registry())
+    assert all(r.get("_resumed") for r in again["rows"])
+    with pytest.raises(UserError, match="another manifest or configuration"):
+        evaluate(options(corpus, out), Registry())
+
+
+def test_phase_leads_and_ids():
+    from speech.eval.phases import phase_id, phase_leads
+
+    assert phase_leads(1) == [0.0] and phase_leads(4) == [0.0, 0.25, 0.5, 0.75]
+    assert phase_id("fleurs-en-000", 0.0) == "fleurs-en-000" and phase_id("x", 0.25) == "x+250ms"
