@@ -38,7 +38,9 @@ def phased_input(recording: Path, lead: float, folder: Path) -> Path:
 
         samples, rate, _ = read_audio(recording)
         silence = np.zeros(int(round(lead * rate)), np.float32)
-        tmp = folder / f".{os.getpid()}.{INPUT}"  # written whole, then renamed: never half a file
+        # Written whole, then renamed: never half a file. The name keeps its .wav ending (soundfile
+        # takes the format from it), which models.cache.atomic_target's `.tmp` name would not.
+        tmp = folder / f".{os.getpid()}.{INPUT}"
         write_wav(tmp, np.concatenate([silence, samples.astype(np.float32)]), rate)
         os.replace(tmp, path)
     return path

@@ -118,7 +118,8 @@ def evaluate(opts: EvalOptions, registry: Any, progress_stream: Any = None) -> d
                 rows, notes = [], []
                 for item, lead in items:
                     name = phase_id(item.id, lead)
-                    row = _evaluate_item(opts, registry, combo, folder / "items" / name, item, transcriber, skipped, lead)
+                    row = _evaluate_item(opts, registry, combo, folder / "items" / name, item, transcriber, skipped,
+                                         name, lead)
                     bar.update(1, status=f"{combo.label} {name}{' (done earlier)' if row and row.get('_resumed') else ''}")
                     if row is not None:
                         rows.append(row)
@@ -162,8 +163,8 @@ def _transcriber(opts: EvalOptions, registry: Any) -> Callable | None:
 
 
 def _evaluate_item(opts: EvalOptions, registry: Any, combo: Combination, folder: Path, item: Any,
-                   transcriber: Callable | None, skipped: list[dict], lead: float = 0.0) -> dict | None:
-    base = {"config": combo.label, "clock": combo.clock, "id": phase_id(item.id, lead), "file": str(item.path),
+                   transcriber: Callable | None, skipped: list[dict], name: str, lead: float) -> dict | None:
+    base = {"config": combo.label, "clock": combo.clock, "id": name, "file": str(item.path),
             "transcript": item.transcript, "reference": item.reference}
     if opts.phases != 1:
         base["lead_s"] = lead
