@@ -22,14 +22,18 @@ from speech.data import data_path
 from speech.eval.quality import ErrorCounts
 
 DATA = data_path("speech")  # $SPEECH_DATA/speech, else ../shared/data/speech beside the checkout
-DEFAULT_MANIFESTS = (str(DATA / "librivox" / "manifest.jsonl"), str(DATA / "fleurs" / "manifest.jsonl"))
+ENGLISH_MANIFEST = str(DATA / "librivox" / "manifest.jsonl")  # LibriVox: English lines without a `lang`
+DEFAULT_MANIFESTS = (ENGLISH_MANIFEST, str(DATA / "fleurs" / "manifest.jsonl"))
+# Other languages: FLEURS and Leopard's one clip (for English that clip stays held out)
+OTHER_MANIFESTS = (str(DATA / "fleurs" / "manifest.jsonl"), str(DATA / "leopard" / "manifest.jsonl"))
 ENGLISH_ONLY = {"whisper-tiny.en", "pocketsphinx"}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--manifest", action="append", metavar="M",
-                        help="JSON-lines manifest (file, transcript or transcript_normalized, lang); "
-                             "repeatable; default: LibriVox + the English FLEURS clips")
+                        help="JSON-lines manifest (file, transcript or transcript_normalized, lang; a line "
+                             "without lang is taken to be in --language); repeatable; default: LibriVox + "
+                             "the FLEURS clips for English, FLEURS + Leopard for other languages")
     parser.add_argument("--model", action="append", metavar="NAME",
                         help="recogniser (repeatable): whisper-base, whisper-tiny.en, pocketsphinx; "
                              "default: whisper-tiny.en and whisper-base")
@@ -55,7 +59,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help='print one JSON object {"configs": [...]}')
 
 
+def default_manifests(language: str) -> list[str]:
+    return list(DEFAULT_MANIFESTS if language == "en" else OTHER_MANIFESTS)
+
+
 def load_clips(manifests: list[str], language: str, limit: int) -> list[dict]:
+    """The clips in `language`; a line without `lang` counts as `language`, except in the
+    LibriVox manifest, whose lines are all English."""
     from speech.errors import UserError
 
     clips = []
@@ -71,7 +81,8 @@ def load_clips(manifests: list[str], language: str, limit: int) -> list[dict]:
                 audio = path.parent / rec["file"]
             except (json.JSONDecodeError, KeyError, TypeError) as e:
                 raise UserError(f"{path}:{i}: expected a JSON object with a 'file' field ({e})") from None
-            if rec.get("lang", language) != language:
+            unmarked = "en" if path.resolve() == Path(ENGLISH_MANIFEST).resolve() else language
+            if rec.get("lang", unmarked) != language:
                 continue
             ref = rec.get("transcript") or rec.get("transcript_normalized") or rec.get(f"ref_{language}")
             if ref is None:
@@ -302,7 +313,7 @@ def run(args: argparse.Namespace) -> int:
     for p in policies:
         if p.partition(":")[0] != "default":  # "default": the best measured policy per model
             registry.spec("asr-policy", p.partition(":")[0])
-    clips = load_clips(args.manifest or list(DEFAULT_MANIFESTS), args.language, args.limit)
+    clips = load_clips(args.manifest or default_manifests(args.language), args.language, args.limit)
     update_s = args.update_ms / 1000 if args.update_ms else None
     from .reference import cache_path
 
