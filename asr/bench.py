@@ -60,6 +60,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def default_manifests(language: str) -> list[str]:
+    """The clips `speech bench asr` scores when no --manifest is given."""
     return list(DEFAULT_MANIFESTS if language == "en" else OTHER_MANIFESTS)
 
 
@@ -73,6 +74,7 @@ def load_clips(manifests: list[str], language: str, limit: int) -> list[dict]:
         path = Path(m)
         if not path.exists():
             raise UserError(f"{path}: no such manifest; pass --manifest with a JSON-lines file")
+        unmarked = "en" if path.resolve() == Path(ENGLISH_MANIFEST).resolve() else language
         for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if not line.strip():
                 continue
@@ -81,7 +83,6 @@ def load_clips(manifests: list[str], language: str, limit: int) -> list[dict]:
                 audio = path.parent / rec["file"]
             except (json.JSONDecodeError, KeyError, TypeError) as e:
                 raise UserError(f"{path}:{i}: expected a JSON object with a 'file' field ({e})") from None
-            unmarked = "en" if path.resolve() == Path(ENGLISH_MANIFEST).resolve() else language
             if rec.get("lang", unmarked) != language:
                 continue
             ref = rec.get("transcript") or rec.get("transcript_normalized") or rec.get(f"ref_{language}")
