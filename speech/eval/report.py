@@ -6,6 +6,8 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from .phases import phase_leads
+
 # (key in the aggregate, column title, format)
 HEADLINE = [
     ("utterances", "n", "{:d}"),
@@ -74,7 +76,7 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
 def _phases(phases: int) -> str:
     if phases <= 1:
         return ""
-    leads = ", ".join(f"{k / phases:g}" for k in range(phases))
+    leads = ", ".join(f"{lead:g}" for lead in phase_leads(phases))
     return f", each recording at {phases} decode phases ({leads} s of leading silence; n counts every run)"
 
 
