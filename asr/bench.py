@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from speech.data import data_path
+from speech.eval.manifest import unmarked_language
 from speech.eval.quality import ErrorCounts
 
 DATA = data_path("speech")  # $SPEECH_DATA/speech, else ../shared/data/speech beside the checkout
@@ -32,7 +33,7 @@ ENGLISH_ONLY = {"whisper-tiny.en", "pocketsphinx"}
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--manifest", action="append", metavar="M",
                         help="JSON-lines manifest (file, transcript or transcript_normalized, lang; a line "
-                             "without lang is taken to be in --language); repeatable; default: LibriVox + "
+                             "without lang is taken to be in --language, LibriVox's as English); repeatable; default: LibriVox + "
                              "the FLEURS clips for English, FLEURS + Leopard for other languages")
     parser.add_argument("--model", action="append", metavar="NAME",
                         help="recogniser (repeatable): whisper-base, whisper-tiny.en, pocketsphinx; "
@@ -74,7 +75,7 @@ def load_clips(manifests: list[str], language: str, limit: int) -> list[dict]:
         path = Path(m)
         if not path.exists():
             raise UserError(f"{path}: no such manifest; pass --manifest with a JSON-lines file")
-        unmarked = "en" if path.resolve() == Path(ENGLISH_MANIFEST).resolve() else language
+        unmarked = unmarked_language(path, language)
         for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if not line.strip():
                 continue

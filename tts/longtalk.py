@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from speech.eval.manifest import unmarked_language
+
 RATE = 16000
 
 
@@ -48,7 +50,7 @@ def talk_clips(data: Path, language: str) -> list[Path]:
             continue
         for line in manifest.read_text(encoding="utf-8").splitlines():
             row = json.loads(line) if line.strip() else None
-            if row and row.get("lang", "en") == language:
+            if row and (row.get("lang") or unmarked_language(manifest, language)) == language:
                 out.append(manifest.parent / row["file"])
     return out
 

@@ -3,6 +3,8 @@
 One line: `{"file": "a.ogg", "transcript": "...", "ref_es": "...", "lang": "en"}`. `file` is
 relative to the manifest's folder (or absolute); `transcript_normalized` is accepted for
 `transcript` (FLEURS); `lang`, when present, must be the source language or the line is left out.
+A line without `lang` is taken to be in the source language, except in the shared LibriVox
+manifest (`unmarked_language`).
 """
 
 from __future__ import annotations
@@ -52,6 +54,14 @@ class Manifest:
     path: Path
 
 
+def unmarked_language(manifest: str | Path, default: str) -> str:
+    """The language of a manifest line without `lang`: English in the shared data's LibriVox
+    manifest (`speech/librivox/manifest.jsonl`), whose read-only lines carry none, else `default`
+    (a manifest of the user's own)."""
+    path = Path(manifest)
+    return "en" if (path.parent.name, path.name) == ("librivox", "manifest.jsonl") else default
+
+
 def _item_id(file: str, taken: set[str]) -> str:
     base = re.sub(r"[^\w.-]+", "_", Path(file).stem) or "item"
     name, n = base, 1
@@ -80,6 +90,7 @@ def read_manifest(path: str | Path, source: str, target: str, limit: int | None 
     items: list[Item] = []
     skipped: list[dict] = []
     taken: set[str] = set()
+    unmarked = unmarked_language(p, source)
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -91,8 +102,8 @@ def read_manifest(path: str | Path, source: str, target: str, limit: int | None 
         if not isinstance(rec, dict) or not isinstance(rec.get("file"), str):
             skipped.append({"line": n, "file": "", "reason": "no 'file' field"})
             continue
-        lang = rec.get("lang")
-        if lang and str(lang).lower() != source:
+        lang = rec.get("lang") or unmarked
+        if str(lang).lower() != source:
             continue  # a recording in another language: not part of this source's evaluation
         file = rec["file"]
         audio = Path(file) if Path(file).is_absolute() else p.parent / file
