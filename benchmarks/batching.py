@@ -85,7 +85,7 @@ def main() -> int:
         row["on_cpu_s"] = round(statistics.median(on_cpu), 3)
         row["cpu_gain"] = round(row["off_cpu_s"] / row["on_cpu_s"], 3)
         row["added_latency_s"] = round(row["on_s"] - row["one_decode_s"], 3)
-        row["wer_on_vs_off"] = round(word_errors(hyp, ref).wer or 0.0, 4)
+        row["wer_on_vs_off"] = round(word_errors(ref, hyp).wer or 0.0, 4)
         rows.append(row)
         print(f"{n} streams: off {row['off_s']} s, on {row['on_s']} s (gain {row['throughput_gain']}x), "
               f"CPU {row['off_cpu_s']} -> {row['on_cpu_s']} s (gain {row['cpu_gain']}x), "

@@ -10,7 +10,7 @@ from statistics import mean, median
 from speech.asr.normalize import normalize
 from speech.stats import percentile
 
-from .quality import corpus_scores
+from .quality import ErrorCounts, corpus_scores
 
 # Figures averaged over utterances, as SimulEval averages its per-instance latency scores.
 MEAN_PREFIXES = ("mt_", "audio_", "ttfa_")
@@ -24,9 +24,11 @@ def aggregate(rows: list[dict], target: str = "") -> dict:
     Latencies are means over the utterances that have them: an utterance whose translation is
     empty has no latency and is counted in `mt_empty_outputs` instead of being averaged as 0."""
     out: dict = {"utterances": len(rows), "source_s": sum(r.get("source_s") or 0 for r in rows)}
-    errors = [r for r in rows if r.get("asr_ref_words")]
-    if errors:
-        out["wer"] = sum(r["asr_errors"] for r in errors) / sum(r["asr_ref_words"] for r in errors)
+    # every utterance with a transcript: one with an empty transcript adds its insertions
+    # (as in `speech bench asr`), not nothing
+    errors = sum((ErrorCounts(r["asr_errors"], r["asr_ref_words"]) for r in rows if "asr_errors" in r), ErrorCounts())
+    if errors.wer is not None:
+        out["wer"] = errors.wer
     for clock in ("cu", "ca"):
         lags = [x for r in rows for x in r.get(f"_asr_lags_{clock}", [])]
         if lags:

@@ -150,12 +150,13 @@ def evaluate_recording(
             and registry.available("recognizer", "whisper-base"):
         timeline = reference_timeline(audio, config.source, registry)
     metrics = utterance_metrics(records, transcript, reference, language=config.source, asr_reference=timeline)
-    if transcribe is not None and reference and len(samples):
+    if transcribe is not None and reference:
         from speech.asr.normalize import normalize
 
         from .quality import sentence_scores
 
-        metrics["output_asr_text"] = transcribe(*sink.compact())
+        # no output speech is heard as nothing: an empty hypothesis in ASR-BLEU, not a row left out
+        metrics["output_asr_text"] = transcribe(*sink.compact()) if len(samples) else ""
         scores = sentence_scores(normalize(metrics["output_asr_text"], config.target), normalize(reference, config.target))
         metrics.update(asr_bleu=scores["bleu"], asr_chrf=scores["chrf"])
     metrics.update(extra or {})

@@ -114,6 +114,19 @@ def test_aggregate_pools_and_averages():
     assert agg["asr_lag_median_cu"] == pytest.approx(1.5)
 
 
+def test_aggregate_counts_what_was_not_heard_and_what_was_inserted():
+    # an utterance whose output is silent is heard as nothing (an empty hypothesis), and one with an
+    # empty transcript adds its inserted words: neither is left out of the corpus figures
+    ref = "el gato se sentó en la alfombra"
+    heard = {"reference": ref, "mt_text": ref, "output_asr_text": ref, "asr_errors": 0, "asr_ref_words": 3}
+    silent = {"reference": ref, "mt_text": ref, "output_asr_text": "", "asr_errors": 4, "asr_ref_words": 0}
+    alone = aggregate([heard], target="es")
+    both = aggregate([heard, silent], target="es")
+    assert alone["asr_bleu"] == pytest.approx(100.0)
+    assert both["asr_bleu"] < 60 and both["bleu"] == pytest.approx(100.0)
+    assert alone["wer"] == 0.0 and both["wer"] == pytest.approx(4 / 3)
+
+
 def test_alignment_resegments_by_reference():
     hyp = "hola mundo que tal estas bien gracias y tu".split()
     refs = ["Hola, mundo.", "¿Qué tal estás?", "Bien, gracias. ¿Y tú?"]

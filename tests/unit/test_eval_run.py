@@ -237,3 +237,16 @@ def test_phase_leads_and_ids():
 
     assert phase_leads(1) == [0.0] and phase_leads(4) == [0.0, 0.25, 0.5, 0.75]
     assert phase_id("fleurs-en-000", 0.0) == "fleurs-en-000" and phase_id("x", 0.25) == "x+250ms"
+
+
+def test_a_silent_output_is_heard_as_nothing(fake_pipeline, tmp_path):
+    # 0.5 s of audio: the fake recogniser hears no word, so nothing is spoken; ASR-BLEU must still
+    # score the utterance (as an empty hypothesis) rather than leave it out
+    from speech.eval.runner import evaluate_recording
+
+    write_wav(tmp_path / "short.wav", np.zeros(8000, np.float32), 16000)
+    config = load_config(None, "en", "es").replace(stages=("asr",))
+    heard: list[int] = []
+    metrics = evaluate_recording(Registry(), config, tmp_path / "short.wav", tmp_path / "item", "simulated",
+                                 "w0", "uno", transcribe=lambda samples, rate: heard.append(len(samples)) or "uno")
+    assert heard == [] and metrics["output_asr_text"] == "" and metrics["asr_bleu"] == 0.0
