@@ -105,7 +105,7 @@ def options_for(registry, backend: str, options: dict) -> dict:  # noqa: ANN001
 def bench_pair(registry, source: str, target: str, backend: str, policy: str, lines: int, shots: int,
                data: Path, progress: Progress | None = None, options: dict | None = None,
                policy_options: dict | None = None, start: int = 0, simultaneous: bool = True) -> dict:  # noqa: ANN001
-    import sacrebleu
+    from speech.eval.quality import corpus_scores
 
     from .stage import open_stream, open_translation
 
@@ -160,23 +160,24 @@ def bench_pair(registry, source: str, target: str, backend: str, policy: str, li
             translation.stream.close()
         offline_stream.close()
     if not simultaneous:
-        refs = [ref[start : start + len(offline)]]
+        scores = corpus_scores(offline, ref[start : start + len(offline)])
         return {
             "lines": len(offline),
             "start": start,
-            "offline_chrf": round(sacrebleu.corpus_chrf(offline, refs).score, 2),
-            "offline_bleu": round(sacrebleu.corpus_bleu(offline, refs).score, 2),
+            "offline_chrf": round(scores.get("chrf", 0.0), 2),
+            "offline_bleu": round(scores.get("bleu", 0.0), 2),
             "offline_copy_rate": round(sum(looks_copied(s, h) for s, h in zip(sources, offline)) / max(len(offline), 1), 3),
         }
-    refs = [ref[start : start + len(hyps)]]
+    scores = corpus_scores(hyps, ref[start : start + len(hyps)])
+    offline_scores = corpus_scores(offline, ref[start : start + len(offline)])
     return {
         "lines": len(hyps),
         "start": start,
         "policy": policy + "".join(f" {k}={v}" for k, v in (policy_options or {}).items()),
-        "chrf": round(sacrebleu.corpus_chrf(hyps, refs).score, 2),
-        "offline_chrf": round(sacrebleu.corpus_chrf(offline, refs).score, 2),
-        "bleu": round(sacrebleu.corpus_bleu(hyps, refs).score, 2),
-        "offline_bleu": round(sacrebleu.corpus_bleu(offline, refs).score, 2),
+        "chrf": round(scores.get("chrf", 0.0), 2),
+        "offline_chrf": round(offline_scores.get("chrf", 0.0), 2),
+        "bleu": round(scores.get("bleu", 0.0), 2),
+        "offline_bleu": round(offline_scores.get("bleu", 0.0), 2),
         "al_words": round(statistics.mean(als), 3) if als else None,
         "laal_words": round(statistics.mean(laals), 3) if laals else None,
         "empty_outputs": empty,
