@@ -12,7 +12,8 @@ from speech.stats import percentile
 
 from .quality import ErrorCounts, corpus_scores
 
-# Figures averaged over utterances, as SimulEval averages its per-instance latency scores.
+# Figures averaged over utterances, as SimulEval averages its per-instance latency scores; the
+# listener lag's mean and percentiles are taken over the words of all utterances instead.
 MEAN_PREFIXES = ("mt_", "audio_", "ttfa_")
 NOT_AVERAGED = {"mt_text", "mt_words"}
 
@@ -30,6 +31,11 @@ def aggregate(rows: list[dict], target: str = "") -> dict:
     if errors.wer is not None:
         out["wer"] = errors.wer
     for clock in ("cu", "ca"):
+        # the listener's lag over every heard word of the corpus, as `speech bench s2st` pools it
+        heard = [x for r in rows for x in r.get(f"_audio_lags_{clock}", [])]
+        if heard:
+            out.update({f"audio_lag_mean_{clock}": mean(heard), f"audio_lag_p50_{clock}": percentile(heard, 50),
+                        f"audio_lag_p90_{clock}": percentile(heard, 90), f"audio_lag_max_{clock}": max(heard)})
         lags = [x for r in rows for x in r.get(f"_asr_lags_{clock}", [])]
         if lags:
             out[f"asr_lag_median_{clock}"] = median(lags)
@@ -48,7 +54,8 @@ def aggregate(rows: list[dict], target: str = "") -> dict:
                 [normalize(r["reference"], target) for r in heard],
             )
             out.update(asr_bleu=asr["bleu"], asr_chrf=asr["chrf"])
-    keys = sorted({k for r in rows for k in r if k.startswith(MEAN_PREFIXES) and k not in NOT_AVERAGED})
+    keys = sorted({k for r in rows for k in r if k.startswith(MEAN_PREFIXES) and k not in NOT_AVERAGED
+                   and not k.startswith("audio_lag_")})
     for key in keys:
         values = [r[key] for r in rows if isinstance(r.get(key), (int, float)) and not isinstance(r.get(key), bool)]
         if values:

@@ -12,8 +12,10 @@ shared by `speech eval`, `speech bench s2st` (clips and long talks) and the serv
   synthesiser's timing where it gives one, else the word's share of the characters);
 - a word's source time is when the source word it renders was spoken (its end, from the
   recogniser's word timestamps, through the translator's monotonic alignment);
-- listener lag of a word = heard - spoken. StartOffset = first audio heard - speech onset (the
-  first recognised word's start); EndOffset = end of the last audio heard - end of the source;
+- listener lag of a word = heard - spoken; its p50, p90 and max over several sessions are taken
+  over all their words pooled (`speech eval`'s corpus row, `speech bench s2st`), not averaged
+  per session. StartOffset = first audio heard - speech onset (the first recognised word's
+  start); EndOffset = end of the last audio heard - end of the source;
   AL and LAAL (SimulEval's, `latency.py`) take the heard times as the delays; ATD is SimulEval's
   speech-output ATD. Means as SimulEval reports them, medians beside them;
 - where the lag goes (`lag_parts`): until the chunk's text was committed, until its first sample,

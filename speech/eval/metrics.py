@@ -102,17 +102,20 @@ def translation_latency(words: list[Emitted], src_len: float, ref_len: int | Non
     return out
 
 
-def speech_latency(records: list[dict], src_len: float, ref_len: int | None = None) -> dict[str, float]:
+def speech_latency(records: list[dict], src_len: float, ref_len: int | None = None) -> dict:
     """Speech-output latency on the listener's timeline (speech.eval.listener), both clocks."""
-    from .listener import listener_latency
+    from .listener import heard_words, listener_latency
 
-    out: dict[str, float] = {}
+    out: dict = {}
     chunks = audio_records(records)
     for clock in CLOCKS:
         figures = listener_latency(records, src_len, clock, ref_len)
         for name, value in figures.items():
             if name != "words_heard":
                 out[f"audio_{name}_{clock}"] = value
+        lags = [w.lag for w in heard_words(chunks, clock) if w.lag is not None]
+        if lags:
+            out[f"_audio_lags_{clock}"] = lags  # pooled over the corpus by the aggregate
         intervals, silences = playback(chunks, clock)
         if intervals:
             out[f"audio_discontinuities_{clock}"] = len(silences)

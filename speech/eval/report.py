@@ -31,6 +31,8 @@ HEADLINE = [
     ("audio_StartOffset_cu", "audio start (u)", "{:.2f}"),
     ("audio_StartOffset_ca", "audio start (a)", "{:.2f}"),
     ("audio_EndOffset_ca", "audio end (a)", "{:.2f}"),
+    ("audio_lag_p50_ca", "listener lag p50 (a)", "{:.2f}"),
+    ("audio_lag_p90_ca", "listener lag p90 (a)", "{:.2f}"),
     ("audio_discontinuities_ca", "gaps (a)", "{:.1f}"),
     ("audio_silence_mean_s_ca", "gap mean s (a)", "{:.2f}"),
     ("rtf_asr", "RTF asr", "{:.2f}"),
@@ -44,7 +46,8 @@ LEGEND = (
     "seconds consumed when emitted (simulated clock); (a) computation-aware: wall-clock time of "
     "emission (emulated per stage on the simulated clock). AL/LAAL/DAL/AP/ATD on committed "
     "translation words against the reference length; audio start/end are StartOffset/EndOffset of "
-    "the played speech; gaps are playback discontinuities per utterance. WER on normalised text; "
+    "the played speech; listener lag = when a word is heard - when its source word was spoken, "
+    "over every heard word; gaps are playback discontinuities per utterance. WER on normalised text; "
     "BLEU/chrF (sacrebleu, corpus) on cased text; ASR-BLEU on the recognised output speech, normalised."
 )
 

@@ -127,6 +127,17 @@ def test_aggregate_counts_what_was_not_heard_and_what_was_inserted():
     assert alone["wer"] == 0.0 and both["wer"] == pytest.approx(4 / 3)
 
 
+def test_listener_lag_percentiles_pool_the_words_of_every_utterance():
+    # one short utterance with a small lag, one long one with large lags: the corpus p50 is the
+    # median word's lag (as `speech bench s2st` reports it), not the mean of the two medians
+    short = {"audio_lag_p50_ca": 1.0, "_audio_lags_ca": [1.0]}
+    long = {"audio_lag_p50_ca": 5.0, "_audio_lags_ca": [4.0, 5.0, 6.0, 5.0, 5.0]}
+    agg = aggregate([short, long])
+    assert agg["audio_lag_p50_ca"] == pytest.approx(5.0)
+    assert agg["audio_lag_max_ca"] == pytest.approx(6.0)
+    assert agg["audio_lag_p90_ca"] == pytest.approx(percentile([1.0, 4.0, 5.0, 6.0, 5.0, 5.0], 90))
+
+
 def test_alignment_resegments_by_reference():
     hyp = "hola mundo que tal estas bien gracias y tu".split()
     refs = ["Hola, mundo.", "¿Qué tal estás?", "Bien, gracias. ¿Y tú?"]
