@@ -232,7 +232,7 @@ def run_pair(registry, pair: str, clips: list[dict], args) -> PairResult:
     from speech.eval.listener import heard_words, listener_latency
 
     from .joins import measure_joins
-    from .roundtrip import roundtrip, through_codec
+    from .roundtrip import roundtrip, score, through_codec
 
     source, target = pair.split("-")
     result = PairResult(pair)
@@ -267,7 +267,10 @@ def run_pair(registry, pair: str, clips: list[dict], args) -> PairResult:
             audio = [r for r in records if r.get("kind") == "audio" and r.get("stage") == "tts"]
             result.ttfa_ms += first_audio_per_commit(audio)
             result.chunk_ttfa_ms += [r["ttfa_ms"] for r in audio]
-            spoken = " ".join(r["text"] for r in audio)
+            # the judge is scored against every piece the voice was given: one it synthesised as
+            # silence counts as heard nothing (condensed words were never given to it)
+            spoken = " ".join(r["text"] for r in records if (r.get("kind") == "audio" and r.get("stage") == "tts")
+                              or (r.get("kind") == "tts_skip" and r.get("reason") == "silent synthesis"))
             for r in records:
                 if r.get("kind") == "stats" and r.get("compute_s") is not None and duration:
                     stage = r["stage"]
@@ -292,12 +295,19 @@ def run_pair(registry, pair: str, clips: list[dict], args) -> PairResult:
                     result.errors[codec][1] += errors.words
                     result.per_clip[codec].append((errors.errors, errors.words))
                     judged[codec] = (errors, heard)
-                result.details.append(clip_detail(pair, clip, audio, judged, len(samples) / rate, joins))
+                result.details.append(clip_detail(pair, clip, audio, judged, len(samples) / rate, joins, spoken))
+            elif spoken.strip():  # text given, nothing heard: every word is an error
+                words = score("", spoken, target).words
+                for codec in ("pcm16", "opus"):
+                    result.errors[codec][0] += words
+                    result.errors[codec][1] += words
+                    result.per_clip[codec].append((words, words))
             bar.update(1, status=f"ttfa {np.median(result.ttfa_ms) if result.ttfa_ms else 0:.0f} ms")
     return result
 
 
-def clip_detail(pair: str, clip: dict, audio: list[dict], judged: dict, judged_s: float, joins: list = ()) -> dict:
+def clip_detail(pair: str, clip: dict, audio: list[dict], judged: dict, judged_s: float, joins: list = (),
+                spoken: str | None = None) -> dict:
     """One `--details` line: the chunks as synthesised (text, seconds, why the chunker cut there),
     the text the judge is scored against, per codec what it heard and its errors, and per join
     (after chunk i) its gap, level jump and step."""
@@ -308,7 +318,7 @@ def clip_detail(pair: str, clip: dict, audio: list[dict], judged: dict, judged_s
         "reference": clip.get(f"ref_{target}"),
         "chunks": [{"text": r["text"], "duration_s": round(float(r["duration"]), 3), "reason": r.get("reason")}
                    for r in audio],
-        "spoken": " ".join(r["text"] for r in audio),
+        "spoken": " ".join(r["text"] for r in audio) if spoken is None else spoken,
         "judged_s": round(judged_s, 3),
         "joins": [{"after_chunk": i, "at_s": round(j.position_s, 3), "gap_ms": round(j.gap_ms, 1),
                    "level_jump_db": round(j.level_jump_db, 2), "step": round(j.step, 4),

@@ -1,5 +1,6 @@
 """The benchmark's time-to-first-audio: one figure per commit event, from its first chunk."""
 
+import numpy as np
 import pytest
 
 from speech.eval.listener import play_starts
@@ -37,7 +38,8 @@ def test_more_texts_are_flores_lines_the_manifest_does_not_read(tmp_path):
     assert more_texts(fleurs / "manifest.jsonl", "pt", 0, 0) == []
 
 
-def _pipeline_judged(monkeypatch, emitted: list[float], first: str = "uno dos tres") -> tuple[list, object]:
+def _pipeline_judged(monkeypatch, emitted: list[float], first: str = "uno dos tres",
+                     silent: str | None = None) -> tuple[list, object]:
     """Run `run_pair` on one clip whose pipeline (faked) emits two chunks at `emitted` seconds;
     returns what the (faked) judge was given."""
     from types import SimpleNamespace
@@ -62,6 +64,8 @@ def _pipeline_judged(monkeypatch, emitted: list[float], first: str = "uno dos tr
             sink.add(c)
         records = [{"kind": "audio", "stage": "tts", "text": c.text, "wall_time": c.wall_time, "ttfa_ms": 5.0,
                     "duration": c.duration} for c in chunks]
+        if silent is not None:  # a piece between the two that the voice synthesised as silence
+            records.insert(1, {"kind": "tts_skip", "stage": "tts", "text": silent, "reason": "silent synthesis"})
         return TranslationResult(sink.render(), rate, sink.chunks, "", 8.0, 0.1, records, sink.boundaries())
 
     judged = []
@@ -89,6 +93,28 @@ def test_pipeline_judge_hears_the_chunks_back_to_back_whenever_they_were_emitted
     assert text == "uno dos tres cuatro"
     assert len(a) < 510 and a[0] == 0.5  # starts with the first chunk: no 4 s wait
     assert len(a) == len(b) and (a == b).all()
+
+
+def test_a_piece_synthesised_as_silence_counts_against_the_voice(monkeypatch):
+    judged, _ = _pipeline_judged(monkeypatch, [4.0, 4.3], silent="siete ocho")
+    assert judged[0][1] == "uno dos tres siete ocho cuatro"
+
+
+def test_a_clip_with_no_audio_counts_every_word_as_an_error(monkeypatch):
+    from types import SimpleNamespace
+
+    import speech.translate_cmd
+    from speech.translate_cmd import TranslationResult
+    from speech.tts.bench import run_pair
+
+    async def silent_translate(path, config, registry, compact=False, **_):
+        records = [{"kind": "tts_skip", "stage": "tts", "text": "uno dos tres", "reason": "silent synthesis"}]
+        return TranslationResult(np.zeros(0, np.float32), 1000, 0, "", 8.0, 0.1, records, [])
+
+    monkeypatch.setattr(speech.translate_cmd, "translate_file", silent_translate)
+    args = SimpleNamespace(voice="default", text_only=False, tts_set=[], pace={})
+    result = run_pair(None, "en-es", [{"file": "a.ogg", "path": "a.ogg"}], args)
+    assert result.errors["pcm16"] == [3, 3] and result.per_clip["opus"] == [(3, 3)]
 
 
 @pytest.mark.parametrize("first, pause", [("uno dos tres", False), ("uno, dos, tres.", True)])
