@@ -6,7 +6,7 @@
 The talk is the one `speech bench s2st --long` builds (speech.tts.longtalk: the shared recordings of
 the source language joined with 0.3-1.0 s pauses), streamed to a fresh `speech serve` at real-time
 pace. The server's `synthesis` events carry each word's listener lag (when the listener hears it -
-when its source word reached the server: speech.server.live) and when it is heard; this reports
+when its source word was spoken: speech.server.live) and when it is heard; this reports
 their p50, p90 and max per minute of the talk and the slope, computed as for the simulated clock
 (speech.eval.listener: a word counts in the minute its source word was spoken), and the `done`
 summary.
@@ -42,7 +42,7 @@ def main() -> int:
 
     source, target = args.pair.split("-")
     talk = build_talk(Path(args.data), source, args.minutes)
-    heard: list[HeardWord] = []  # per word: when heard, when its source reached the server
+    heard: list[HeardWord] = []  # per word: when heard, when its source word was spoken
     done: dict = {}
     with ServerProcess("--warm-up", f"{source}:{target}", *shlex.split(args.serve_args)) as server, \
             Progress(int(talk.duration), label=f"long talk {args.pair} (real time)") as bar:

@@ -75,6 +75,16 @@ class ArrivalTimes:
         i = bisect.bisect_left(self.ends, source_time - 1e-6)
         return self.walls[min(i, len(self.walls) - 1)]
 
+    def spoken(self, source_time: float) -> float | None:
+        """Wall time at which a speaker streaming in real time said `source_time`: the arrival
+        of the chunk that held it, less the audio after it in that chunk (the network's delay is
+        not seen). The listener's lag counts from here, as `speech.eval.listener` counts it from
+        when the word was spoken, not from when its chunk had arrived."""
+        if not self.ends:
+            return None
+        i = min(bisect.bisect_left(self.ends, source_time - 1e-6), len(self.ends) - 1)
+        return self.walls[i] - max(0.0, self.ends[i] - source_time)
+
 
 class InputAudio:
     """Decodes and resamples one connection's frames into pipeline chunks."""

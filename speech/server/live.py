@@ -315,17 +315,17 @@ class LiveSession:
     def _heard_lags(self, rec: dict) -> list[tuple[float, float]]:
         """(heard, lag) of each word of a synthesised chunk whose source is known: when the
         listener hears it (the chunk's `play_start` + the word's offset, session seconds) and that
-        minus when its source word reached the server (speech.eval.listener defines the same
-        figure offline)."""
+        minus when its source word was spoken (`ArrivalTimes.spoken`; speech.eval.listener defines
+        the same figure offline)."""
         start = rec.get("play_start")
         if start is None:
             return []
         out = []
         for _text, spoken, offset in rec.get("word_times") or []:
-            arrived = None if spoken is None else self.input.arrivals.arrival(float(spoken))
-            if arrived is not None:
+            said = None if spoken is None else self.input.arrivals.spoken(float(spoken))
+            if said is not None:
                 heard = float(start) + float(offset)
-                out.append((heard, max(0.0, heard - arrived)))
+                out.append((heard, heard - said))
         return out
 
     def _on_record(self, rec: dict) -> None:

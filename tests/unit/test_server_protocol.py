@@ -121,6 +121,8 @@ def test_arrival_and_percentile():
     arr.add(0.1, 5.0)
     arr.add(0.2, 6.0)
     assert arr.arrival(0.05) == 5.0 and arr.arrival(0.2) == 6.0 and arr.arrival(9) == 6.0
+    # a word said 0.05 s before its chunk's end was said 0.05 s before the chunk arrived
+    assert arr.spoken(0.05) == pytest.approx(4.95) and arr.spoken(0.2) == 6.0 and arr.spoken(0.15) == pytest.approx(5.95)
     assert percentile([1, 2, 3, 4], 50) == 2.5
     assert percentile([], 90) is None
 
