@@ -1,5 +1,5 @@
 """Round-trip intelligibility: the project's own recogniser (Whisper base) transcribes synthesised
-speech, scored against the text that was synthesised."""
+speech, scored against the text the voice was given."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from speech.eval.listener import play_starts
-from speech.tts.bench import first_audio_per_commit
+from speech.tts.pair_result import first_audio_per_commit
 
 
 def test_first_audio_per_commit_event():
@@ -127,7 +127,7 @@ def test_details_list_every_join_and_whether_the_text_asks_for_a_pause_there(mon
 
 def test_details_line_holds_what_was_spoken_and_what_the_judge_heard():
     from speech.eval.quality import ErrorCounts
-    from speech.tts.bench import clip_detail
+    from speech.tts.pair_result import clip_detail
 
     audio = [{"text": "Hola,", "duration": 0.41, "reason": "clause"},
              {"text": "buenos días.", "duration": 0.9, "reason": "final"}]
