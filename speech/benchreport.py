@@ -2,7 +2,7 @@
 
 Each headline benchmark is one command whose `--json` output is stored in
 `benchmarks/results/<name>.json` together with the command, the date, the machine (cores,
-processor, memory) and the load average when it started. `speech bench report --run NAME` runs one
+processor, memory, the load average when it started) and the installed versions. `speech bench report --run NAME` runs one
 (or `--run all`), and every call renders `docs/benchmarks.md` from whatever results are stored, so
 the page never shows a figure without the command that reproduces it.
 """
@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import shlex
 import subprocess
 import sys
@@ -117,18 +115,12 @@ HEADLINES = [
 ]
 
 
-def machine() -> dict:
-    import psutil
-
-    return {"cores": os.cpu_count(), "processor": platform.processor() or platform.machine(),
-            "memory_gb": round(psutil.virtual_memory().total / 2**30, 1), "python": platform.python_version(),
-            "load_average": [round(x, 2) for x in os.getloadavg()]}
-
-
 def run_one(h: Headline) -> Path:
     """Run a headline's command and store its JSON with the command, date and machine."""
+    from .eval.configs import machine, versions
+
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    where = machine()
+    where, installed = machine(), versions()
     print(f"bench report: running speech {h.command}", file=sys.stderr, flush=True)
     proc = subprocess.run([sys.executable, "-m", "speech.cli", *shlex.split(h.command)], cwd=REPO,
                           stdout=subprocess.PIPE, text=True)
@@ -139,8 +131,18 @@ def run_one(h: Headline) -> Path:
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{h.name}.json"
     path.write_text(json.dumps({"command": f"speech {h.command}", "date": started, "machine": where,
-                                "results": json.loads(proc.stdout)}, indent=2) + "\n", encoding="utf-8")
+                                "versions": installed, "results": json.loads(proc.stdout)}, indent=2) + "\n", encoding="utf-8")
     return path
+
+
+# The engines whose releases set the speed of the figures (the rest of the versions stay in the file).
+ENGINES = ("faster-whisper", "ctranslate2", "cyllama", "onnxruntime", "numpy")
+
+
+def engine_versions(installed: dict[str, str] | None) -> str:
+    if not installed:
+        return "versions not recorded"
+    return ", ".join(f"{name} {installed[name]}" for name in ENGINES if name in installed)
 
 
 def render(page: Path = PAGE) -> str:
@@ -156,8 +158,9 @@ def render(page: Path = PAGE) -> str:
         stored = json.loads(path.read_text(encoding="utf-8"))
         m = stored.get("machine", {})
         lines += h.render(stored["results"])
-        lines += ["", f"*`{stored['command']}`, {stored['date']}; {m.get('cores')} cores ({m.get('processor')}), "
-                      f"{m.get('memory_gb')} GB, load average {m.get('load_average')} at the start.*", ""]
+        lines += ["", f"*`{stored['command']}`, {stored['date']}; {m.get('cores')} cores ({m.get('cpu') or m.get('processor')}), "
+                      f"{m.get('memory_gb')} GB, load average {m.get('load_average')} at the start; "
+                      f"{engine_versions(stored.get('versions'))}.*", ""]
     text = "\n".join(lines)
     page.parent.mkdir(parents=True, exist_ok=True)
     page.write_text(text, encoding="utf-8")

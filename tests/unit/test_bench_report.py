@@ -26,3 +26,27 @@ def test_page_shows_stored_figures_with_their_command(tmp_path, monkeypatch):
     assert "`speech bench s2st --long 10 --pairs en-es --json`, 2026-12-01 05:00 UTC; 2 cores" in text
     # a headline never measured says how to measure it, and shows no figure
     assert "Not measured yet: `speech bench report --run asr`." in text
+    # a result stored without versions says so rather than implying today's
+    assert "at the start; versions not recorded.*" in text
+
+
+def test_a_measured_headline_is_stored_with_its_machine_and_versions(tmp_path, monkeypatch):
+    import subprocess
+
+    monkeypatch.setattr(benchreport, "RESULTS", tmp_path)
+    asked, real_run = [], subprocess.run
+
+    def fake_run(cmd, **kwargs):  # the benchmark itself is faked; git and dpkg-query answer for real
+        if "speech.cli" not in cmd:
+            return real_run(cmd, **kwargs)
+        asked.append(cmd)
+        return subprocess.CompletedProcess(cmd, 0, stdout=json.dumps({"configs": []}))
+
+    monkeypatch.setattr(benchreport.subprocess, "run", fake_run)
+    headline = next(h for h in benchreport.HEADLINES if h.name == "asr")
+    stored = json.loads(benchreport.run_one(headline).read_text())
+    assert asked[0][-1] == "--json" and stored["results"] == {"configs": []}
+    assert stored["machine"]["cores"] >= 1 and stored["machine"]["cpu"]
+    assert stored["versions"]["numpy"] and stored["versions"]["python"]
+    text = benchreport.render(tmp_path / "page.md")
+    assert f"numpy {stored['versions']['numpy']}.*" in text
