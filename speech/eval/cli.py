@@ -98,4 +98,11 @@ def run(args: argparse.Namespace) -> int:
     if done:
         print(f"resumed: {done} recording(s) were already done in {out}", file=sys.stderr)
     print(f"report: {out / 'report.md'}  ({out / 'report.html'})")
+    failed = [s for s in result["skipped"] if s.get("failed")]
+    for s in failed:
+        print(f"failed line {s['line']} {s['file']}: {s['reason']}", file=sys.stderr)
+    if failed:
+        print(f"speech eval: {len(failed)} run(s) failed and are left out of the figures; run the same command "
+              f"again to retry them (the rest is kept in {out})", file=sys.stderr)
+        return 1
     return 0

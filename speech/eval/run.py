@@ -115,7 +115,7 @@ def evaluate(opts: EvalOptions, registry: Any, progress_stream: Any = None) -> d
                 agg = aggregate(rows, combo.config.target)
                 agg.update(stream)
             else:
-                rows, notes = [], []
+                rows, notes, failed = [], [], 0
                 for item, lead in items:
                     name = phase_id(item.id, lead)
                     row = _evaluate_item(opts, registry, combo, folder / "items" / name, item, transcriber, skipped,
@@ -123,8 +123,13 @@ def evaluate(opts: EvalOptions, registry: Any, progress_stream: Any = None) -> d
                     bar.update(1, status=f"{combo.label} {name}{' (done earlier)' if row and row.get('_resumed') else ''}")
                     if row is not None:
                         rows.append(row)
+                    else:
+                        failed += 1
                 agg = aggregate(rows, combo.config.target)
                 notes = sorted({n for r in rows for n in r.get("notes", "").split(" | ") if n})
+                if failed:  # a failure is never averaged away unseen: the figures say what they leave out
+                    notes.insert(0, f"{failed} of {len(items)} runs failed and are left out of these figures "
+                                    "(Skipped inputs); running the same command again retries them")
             if opts.asr_bleu and transcriber is None:
                 notes.append("ASR-BLEU left out: no recogniser for the target language")
             results.append({"label": combo.label, "clock": combo.clock, "settings": dict(combo.settings),
@@ -176,7 +181,7 @@ def _evaluate_item(opts: EvalOptions, registry: Any, combo: Combination, folder:
         metrics = evaluate_recording(registry, combo.config, phased_input(item.path, lead, folder), folder, combo.clock,
                                      item.transcript, item.reference, transcriber)
     except StageError as e:
-        skipped.append({"line": item.line, "file": str(item.path), "reason": f"{combo.label}: {e}"})
+        skipped.append({"line": item.line, "file": str(item.path), "reason": f"{combo.label}: {e}", "failed": True})
         return None
     return {**metrics, **base}
 

@@ -146,8 +146,12 @@ def test_interrupted_run_resumes_where_it_stopped(fake_pipeline, corpus, tmp_pat
     fake_pipeline.fail_calls = {2}  # the second recording fails: only the first is done
     first = evaluate(opts, Registry())
     assert [r["id"] for r in first["rows"]] == ["a"]
-    assert any("fake failure" in s["reason"] for s in first["skipped"])
+    assert any("fake failure" in s["reason"] and s["failed"] for s in first["skipped"])
+    # the figures say what they leave out, in the result and in the report
+    assert first["configs"][0]["notes"][0].startswith("1 of 2 runs failed and are left out of these figures")
+    assert "1 of 2 runs failed" in (out / "report.md").read_text()
     second = evaluate(opts, Registry())
+    assert not any("failed" in n for n in second["configs"][0]["notes"])
     assert len(fake_pipeline.calls) == 3  # only b ran again
     assert [r["id"] for r in second["rows"]] == ["a", "b"] and second["resumed"]
     assert second["rows"][0]["_resumed"] and not second["rows"][1].get("_resumed")
@@ -250,3 +254,21 @@ def test_a_silent_output_is_heard_as_nothing(fake_pipeline, tmp_path):
     metrics = evaluate_recording(Registry(), config, tmp_path / "short.wav", tmp_path / "item", "simulated",
                                  "w0", "uno", transcribe=lambda samples, rate: heard.append(len(samples)) or "uno")
     assert heard == [] and metrics["output_asr_text"] == "" and metrics["asr_bleu"] == 0.0
+
+
+def test_speech_eval_exits_non_zero_and_names_each_failed_run(corpus, tmp_path, monkeypatch, capsys):
+    from speech import cli
+    from speech.eval import run as run_module
+
+    def evaluate_with_a_failure(opts, registry):
+        return {"configs": [{"label": "base", "aggregate": {"utterances": 1}, "notes": []}], "rows": [],
+                "skipped": [{"line": 2, "file": "b.wav", "reason": "base: the translator stopped", "failed": True},
+                            {"line": 3, "file": "missing.wav", "reason": "no such file"}]}
+
+    monkeypatch.setattr(run_module, "evaluate", evaluate_with_a_failure)
+    code = cli.main(["eval", str(corpus), "--source", "en", "--target", "es", "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "failed line 2 b.wav: base: the translator stopped" in err
+    assert "1 run(s) failed" in err and "again to retry" in err
+    assert "failed line 3" not in err  # a manifest line skipped before the run is not a failure
