@@ -2,9 +2,9 @@
 
 Each headline benchmark is one command whose `--json` output is stored in
 `benchmarks/results/<name>.json` together with the command, the date, the machine (cores,
-processor, memory, the load average when it started) and the installed versions. `speech bench report --run NAME` runs one
-(or `--run all`), and every call renders `docs/benchmarks.md` from whatever results are stored, so
-the page never shows a figure without the command that reproduces it.
+processor, memory, the load average when it started) and the installed versions. `speech bench
+report --run NAME` runs one (or `--run all`), and every call renders `docs/benchmarks.md` from
+whatever results are stored, so the page never shows a figure without the command that reproduces it.
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ HEADLINES = [
 
 
 def run_one(h: Headline) -> Path:
-    """Run a headline's command and store its JSON with the command, date and machine."""
+    """Run a headline's command and store its JSON with the command, date, machine and versions."""
     from .eval.configs import machine, versions
 
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())

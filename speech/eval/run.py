@@ -181,7 +181,8 @@ def _evaluate_item(opts: EvalOptions, registry: Any, combo: Combination, folder:
         metrics = evaluate_recording(registry, combo.config, phased_input(item.path, lead, folder), folder, combo.clock,
                                      item.transcript, item.reference, transcriber)
     except StageError as e:
-        skipped.append({"line": item.line, "file": str(item.path), "reason": f"{combo.label}: {e}", "failed": True})
+        where = combo.label if opts.phases == 1 else f"{combo.label} {name}"  # one entry per failed run
+        skipped.append({"line": item.line, "file": str(item.path), "reason": f"{where}: {e}", "failed": True})
         return None
     return {**metrics, **base}
 

@@ -272,3 +272,11 @@ def test_speech_eval_exits_non_zero_and_names_each_failed_run(corpus, tmp_path, 
     assert "failed line 2 b.wav: base: the translator stopped" in err
     assert "1 run(s) failed" in err and "again to retry" in err
     assert "failed line 3" not in err  # a manifest line skipped before the run is not a failure
+
+
+def test_each_failed_phase_of_a_recording_is_named_once(fake_pipeline, corpus, tmp_path):
+    fake_pipeline.fail_calls = {1, 2}  # recording a fails at both phases
+    result = evaluate(options(corpus, tmp_path / "run", phases=2), Registry())
+    failed = [s["reason"].split(":")[0] for s in result["skipped"] if s.get("failed")]
+    assert failed == ["base a", "base a+500ms"]
+    assert result["configs"][0]["notes"][0].startswith("2 of 4 runs failed")
