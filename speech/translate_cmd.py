@@ -267,7 +267,7 @@ def run(args: argparse.Namespace) -> int:
         for target, result in results.items():
             output = outputs[target]
             print(f"wrote {output} ({len(result.samples) / result.sample_rate:.1f} s, {result.chunks} chunks) "
-                  f"from {result.source_duration:.1f} s of {config.source} speech in {result.wall_s:.1f} s")
+                  f"from {result.source_duration:.1f} s of {config.source} audio in {result.wall_s:.1f} s")
             records = [r for r in result.records if r.get("target", target) == target]
             heard = listener_latency(records, result.source_duration)
             if heard:
@@ -275,7 +275,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"the listener hears the first word {heard['StartOffset']:.2f} s after the speaker began and the "
                       f"last {heard['EndOffset']:.2f} s after the speaker stopped{lags}")
             label = "spoken" if len(targets) == 1 else f"spoken ({target})"
-            print(f"{label}: {result.text}", file=sys.stdout)
+            print(f"{label}: {result.text or f'nothing (no speech was recognised in {args.input})'}", file=sys.stdout)
     return 0
 
 

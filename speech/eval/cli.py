@@ -78,9 +78,11 @@ def run(args: argparse.Namespace) -> int:
     from ..backends import default_registry
 
     registry = default_registry()
-    from ..devices import check_devices
+    from .configs import check_configs, combinations
 
-    check_devices(base, registry)  # one line for --device cuda where there is none, before any model loads
+    # Every swept configuration is checked (devices, voice, translation path) before anything loads
+    # or the run folder is written: a misspelt value must not leave a folder that refuses the fix.
+    check_configs([c.config for c in combinations(base, sweeps, ["simulated"])], registry)
     out = Path(args.out or f"runs/eval-{source}-{target}")
     opts = EvalOptions(
         manifest=manifest, source=source, target=target, out=out, base=base, sweeps=sweeps,

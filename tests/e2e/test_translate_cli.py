@@ -73,6 +73,18 @@ def test_clear_errors_for_bad_input(tmp_path):
     assert "Traceback" not in bad_rate.stderr + bad_lang.stderr + bad_voice.stderr + missing.stderr
 
 
+def test_a_silent_recording_says_that_nothing_was_recognised(tmp_path):
+    import soundfile as sf
+
+    silent = tmp_path / "silent.wav"
+    sf.write(str(silent), np.zeros(3 * 16000, np.float32), 16000)
+    done = speech("translate", str(silent), "--source", "en", "--target", "es", "--output", str(tmp_path / "out.wav"))
+    assert done.returncode == 0, done.stderr
+    assert f"spoken: nothing (no speech was recognised in {silent})" in done.stdout
+    assert "from 3.0 s of en audio" in done.stdout
+    assert sf.info(str(tmp_path / "out.wav")).frames == 0
+
+
 @pytest.mark.slow
 def test_several_targets_write_one_wav_each_from_one_recogniser(tmp_path):
     from tests.conftest import FLEURS

@@ -274,6 +274,20 @@ def test_speech_eval_exits_non_zero_and_names_each_failed_run(corpus, tmp_path, 
     assert "failed line 3" not in err  # a manifest line skipped before the run is not a failure
 
 
+@pytest.mark.parametrize("sweep, message", [
+    ("voice=pico,robot", "unknown voice 'robot'"),
+    ("mt_backend=bergamot:en-pt", "goes from en to pt, not from en to es"),
+    ("asr_model=whisper-huge", "unknown recognizer 'whisper-huge'"),
+])
+def test_a_misspelt_sweep_value_is_refused_before_the_run_folder_is_written(corpus, tmp_path, capsys, sweep, message):
+    from speech import cli
+
+    out = tmp_path / "run"
+    code = cli.main(["eval", str(corpus), "--source", "en", "--target", "es", "--sweep", sweep, "--out", str(out)])
+    assert code == 2 and message in capsys.readouterr().err
+    assert not out.exists()  # else the corrected command is refused: "holds a run with another configuration"
+
+
 def test_each_failed_phase_of_a_recording_is_named_once(fake_pipeline, corpus, tmp_path):
     fake_pipeline.fail_calls = {1, 2}  # recording a fails at both phases
     result = evaluate(options(corpus, tmp_path / "run", phases=2), Registry())
