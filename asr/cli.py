@@ -62,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
     from speech.errors import UserError
     from speech.events import EventLog
     from speech.pipeline import PipelineConfig, build_session
+    from speech.stats import percentile
     from speech.types import Transcript
 
     if args.chunk_ms <= 0 or args.chunk_ms > 5000:
@@ -107,8 +108,8 @@ def run(args: argparse.Namespace) -> int:
     compute = stats.get("compute_s", 0.0)
     lags = [u["source_time"] - w["end"] for u in log.records if u["kind"] == "update"
             for w in u["committed"] if "end" in w]
-    lags.sort()
-    median = f"{lags[len(lags) // 2]:.2f} s" if lags else "n/a"
+    lag = percentile(lags, 50)
+    median = f"{lag:.2f} s" if lag is not None else "n/a"
     print(f"--- {len(transcript.committed)} words, {updates} updates, {duration:.1f} s of audio, "
           f"RTF {compute / max(duration, 1e-9):.2f}, median commit lag {median} "
           f"(after the word's own end time)", file=sys.stderr)

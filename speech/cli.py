@@ -12,6 +12,7 @@ import os
 import sys
 
 from .errors import UserError
+from .stage import StageError
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -76,8 +77,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return 130
-    except (UserError, ValueError, LookupError) as e:
-        if not isinstance(e, UserError) and os.environ.get("SPEECH_DEBUG"):
+    except (UserError, ValueError, LookupError, StageError) as e:
+        cause = e.error if isinstance(e, StageError) else e  # a bad option met inside a stage
+        if not isinstance(cause, (UserError, ValueError, LookupError)):
+            raise
+        if not isinstance(cause, UserError) and os.environ.get("SPEECH_DEBUG"):
             raise
         print(f"speech {args.command}: error: {e}", file=sys.stderr)
         return 2

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UserError
-from .stage import StageError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -247,15 +246,10 @@ def run(args: argparse.Namespace) -> int:
         from speech.tts.sink import check_output_device
 
         check_output_device()
-    try:
-        results = asyncio.run(translate_file_targets(
-            args.input, config, registry, realtime=args.realtime, compact=args.compact, log_path=args.log,
-            play=args.play, progress=not args.quiet,
-        ))
-    except StageError as e:
-        if isinstance(e.error, (UserError, ValueError, LookupError)):
-            raise UserError(str(e)) from None  # a bad option met inside a stage: one line, no traceback
-        raise
+    results = asyncio.run(translate_file_targets(
+        args.input, config, registry, realtime=args.realtime, compact=args.compact, log_path=args.log,
+        play=args.play, progress=not args.quiet,
+    ))
     for target, result in results.items():
         write_wav(outputs[target], result.samples, result.sample_rate)
     if args.play and not args.realtime:

@@ -46,6 +46,8 @@ def read_source(path: str, stdin: IO[str] | None = None) -> tuple[str, list[Text
         text = (stdin or sys.stdin).read()
         where = "standard input"
     else:
+        if not path.strip():
+            raise UserError("no input named: give a text file, an ASR event log (.jsonl), or - for standard input")
         p = Path(path)
         try:
             text = p.read_text(encoding="utf-8")

@@ -43,6 +43,9 @@ def test_transcribe_bad_input_is_one_clear_line(tmp_path):
     assert out.returncode == 2 and "whisper-tiny.en" in out.stderr  # names the choices
     out = speech("transcribe", str(CLIP), "--model", "whisper-tiny.en", "--language", "de")
     assert out.returncode == 2 and "English-only" in out.stderr
+    out = speech("transcribe", str(CLIP), "--language", "xx")  # found by Whisper inside the stage
+    assert out.returncode == 2 and "'xx' is not a valid language code" in out.stderr
+    assert "Traceback" not in out.stderr
 
 
 def test_bench_asr_json(librivox, tmp_path):

@@ -120,6 +120,8 @@ def test_empty_and_broken_inputs(tmp_path):
         read_source(str(bad))
     with pytest.raises(UserError, match="cannot read"):
         read_source(str(tmp_path / "missing.txt"))
+    with pytest.raises(UserError, match="no input named: give a text file"):
+        read_source("")  # not read as the current folder
 
 
 def test_loop_detection_cuts_repeats():
