@@ -66,6 +66,9 @@ def run(args: argparse.Namespace) -> int:
     if not words or words[0] != "show":
         raise UserError(f"usage: {USAGE}")
     words.pop(0)
+    if words and not words[0].startswith("-") and words[0] not in COMMANDS_WITH_CONFIG:
+        raise UserError(f"no configuration for a command {words[0]!r}: give one of {', '.join(COMMANDS_WITH_CONFIG)} "
+                        f"(default translate), then its flags")
     command = words.pop(0) if words and words[0] in COMMANDS_WITH_CONFIG else "translate"
     as_json = "--json" in words
     words = [w for w in words if w != "--json"]

@@ -52,7 +52,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--details", metavar="FILE",
                         help="write one JSON line per clip: the synthesised chunks and what the judge heard per codec")
-    parser.add_argument("--long", type=float, default=0, metavar="MINUTES",
+    parser.add_argument("--long", type=float, metavar="MINUTES",
                         help="one long talk per pair, built from the shared recordings of the source language: "
                              "listener lag per minute, its slope, EndOffset, duration ratio, control on and off")
     parser.add_argument("--control", default="on,off",
@@ -253,7 +253,7 @@ def run(args: argparse.Namespace) -> int:
         if p.count("-") != 1:
             raise UserError(f"--pairs: {p!r} is not source-target (for example en-es)")
         check_voice(registry, p.split("-")[1], args.voice)  # refused once, not once per clip
-    if args.long:
+    if args.long is not None:  # --long 0 is refused there, not read as no --long
         from .longtalk import run_long_talk
 
         return run_long_talk(registry, pairs, args)

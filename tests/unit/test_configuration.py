@@ -108,6 +108,11 @@ def test_show_without_action_says_how(capsys):
     assert "speech config show" in capsys.readouterr().err
 
 
+def test_show_refuses_a_command_it_does_not_know(capsys):
+    assert main(["config", "show", "serv", "--port", "9000"]) == 2  # not translate's configuration, silently
+    assert "no configuration for a command 'serv': give one of translate, serve, mic, eval" in capsys.readouterr().err
+
+
 def test_render_toml_comments_unset_values():
     e = effective_for("translate", [])
     text = render_toml(e)

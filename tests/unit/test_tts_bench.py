@@ -183,6 +183,17 @@ def test_long_talk_refuses_an_unknown_control_setting_before_any_work(control):
         run_long_talk(None, ["en-es"], args)
 
 
+@pytest.mark.parametrize("minutes", ["0", "-3"])
+def test_long_talk_of_no_minutes_is_refused_not_run_as_the_clip_benchmark(minutes):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "speech.cli", "bench", "s2st", "--long", minutes], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2 and "--long needs a positive number of minutes" in done.stderr
+    assert "s2st en-es" not in done.stderr  # no clip was run
+
+
 def test_long_talk_control_settings_differ_only_in_the_pace_options():
     from speech.tts.longtalk import CONTROL_SETTINGS
     from speech.tts.pace import PaceConfig
