@@ -236,6 +236,20 @@ class FileSource:
             )
 
 
+def wav_outputs(output: str | Path, targets: tuple[str, ...] | list[str], flag: str = "--output") -> dict[str, Path]:
+    """Where each target's speech goes: `output` for one target, `NAME.<target>.wav` beside it for
+    several (`.wav` added to a name without one); a name `write_wav` cannot write (it writes 16-bit
+    WAV) is refused before any work."""
+    out = Path(output)
+    if out.suffix and out.suffix.lower() != ".wav":
+        raise UserError(f"{flag} {output}: the translated speech is written as WAV; give a name ending in .wav")
+    if not out.suffix:
+        out = out.with_name(out.name + ".wav")
+    if len(targets) == 1:
+        return {targets[0]: out}
+    return {t: out.with_name(f"{out.stem}.{t}{out.suffix}") for t in targets}
+
+
 def write_wav(path: str | Path, samples: np.ndarray, sample_rate: int) -> None:
     import soundfile as sf
 

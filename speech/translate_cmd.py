@@ -205,11 +205,10 @@ def pipeline_config(args: argparse.Namespace):
 
 def output_paths(args: argparse.Namespace, targets: tuple[str, ...]) -> dict[str, Path]:
     """One WAV per target: `--output` as given for one target, `NAME.<target>.wav` for several."""
-    if args.output and len(targets) == 1:
-        return {targets[0]: Path(args.output)}
     if args.output:
-        out = Path(args.output)
-        return {t: out.with_name(f"{out.stem}.{t}{out.suffix or '.wav'}") for t in targets}
+        from .audio import wav_outputs
+
+        return wav_outputs(args.output, targets)
     return {t: Path(f"{Path(args.input).stem}.{t}.wav") for t in targets}
 
 
@@ -228,19 +227,16 @@ def run(args: argparse.Namespace) -> int:
     from .budget import ThreadBudget
 
     registry = default_registry(ThreadBudget.for_machine(branches=len(targets)))  # one branch per target
-    from .devices import check_devices
+    from .preflight import check_config
 
-    check_devices(config, registry)  # one line for --device cuda where there is none
-    # Unknown voices, languages and codec rates fail here, before the recogniser and translator load.
+    check_config(config, registry)  # names, devices and paths, before anything loads
+    # The voices' and the codec's own options (a codec rate) fail here, before the recogniser and
+    # translator load.
     from speech.codecs.stage import codec_config
     from speech.tts.backends import create_synthesizer
 
     for target in targets:
         create_synthesizer(registry, target, config.voice, **config.tts_options.engine)
-        if "mt" in config.stages:
-            from speech.translate.graph import resolve
-
-            resolve(registry, config.source, target, config.mt_backend)  # a path is checked before anything loads
     registry.create("codec", config.codec, codec_config(config))
     if args.play:
         from speech.tts.sink import check_output_device

@@ -78,11 +78,13 @@ def run(args: argparse.Namespace) -> int:
     from ..backends import default_registry
 
     registry = default_registry()
-    from .configs import check_configs, combinations
+    from ..preflight import check_config
+    from .configs import combinations
 
-    # Every swept configuration is checked (devices, voice, translation path) before anything loads
-    # or the run folder is written: a misspelt value must not leave a folder that refuses the fix.
-    check_configs([c.config for c in combinations(base, sweeps, ["simulated"])], registry)
+    # Every swept configuration is checked before anything loads or the run folder is written: a
+    # misspelt value must not leave a folder that refuses the corrected command.
+    for combo in combinations(base, sweeps, ["simulated"]):
+        check_config(combo.config, registry)
     out = Path(args.out or f"runs/eval-{source}-{target}")
     opts = EvalOptions(
         manifest=manifest, source=source, target=target, out=out, base=base, sweeps=sweeps,

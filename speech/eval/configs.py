@@ -130,24 +130,6 @@ def combinations(base: PipelineConfig, sweeps: list[tuple[str, list[Any]]], cloc
     return out
 
 
-def check_configs(configs: list[PipelineConfig], registry: Any) -> None:
-    """One line on the first configuration asking for a recogniser, device, translation path, voice
-    or codec that is not here (nothing is loaded)."""
-    from ..devices import check_devices
-    from ..translate.graph import resolve
-    from ..tts.backends import check_voice
-
-    for config in configs:
-        check_devices(config, registry)
-        for target in config.all_targets:
-            if "mt" in config.stages:
-                resolve(registry, config.source, target, config.mt_backend)
-            if "tts" in config.stages:
-                check_voice(registry, target, config.voice)
-        if "codec" in config.stages:
-            registry.spec("codec", config.codec)
-
-
 def folder_name(label: str) -> str:
     return "".join(c if c.isalnum() or c in "=,.+@-_" else "_" for c in label)
 

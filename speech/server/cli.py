@@ -197,9 +197,9 @@ async def _serve(args: argparse.Namespace, warm: tuple[str, str] | None) -> int:
                                                                 voice=args.voice)
     base = base.replace(extra=parse_extra(args.extra))  # known keys move onto the typed options
     if warm:
-        from ..devices import check_devices
+        from ..preflight import check_config
 
-        check_devices(base.replace(source=warm[0], target=warm[1]), registry)
+        check_config(base.replace(source=warm[0], target=warm[1]), registry)  # one line, before models load
     english = "whisper-tiny.en" if args.fast_english else None
     factory = load_factory(args.pipeline, registry, base) if args.pipeline else RealPipeline(registry, base, english)
     if warm and hasattr(factory, "warm_up"):

@@ -75,7 +75,7 @@ def _f(x: float | None) -> str:
 def run(args: argparse.Namespace) -> int:
     from websockets.exceptions import InvalidHandshake, InvalidURI
 
-    from ..audio import write_wav
+    from ..audio import wav_outputs, write_wav
     from .client import stream_file
 
     from ..pipeline import parse_targets
@@ -86,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
         targets = parse_targets(args.target)
     except ValueError as e:
         raise UserError(f"--target: {e}") from None
+    outputs = wav_outputs(args.output, targets) if args.output else {}  # refused before streaming
     try:
         result = asyncio.run(stream_file(
             args.url, args.file, args.source, targets[0], targets=targets if len(targets) > 1 else (),
@@ -93,14 +94,11 @@ def run(args: argparse.Namespace) -> int:
             stop_after_s=args.stop_after, on_event=Printer(args.json), resume=not args.no_resume))
     except (OSError, InvalidHandshake, InvalidURI) as e:
         raise UserError(f"cannot reach {args.url} ({e}); is `speech serve` running?") from None
-    if args.output:
-        for target in targets:
-            samples, rate = result.pcm(target)
-            path = args.output if len(targets) == 1 else args.output.with_name(
-                f"{args.output.stem}.{target}{args.output.suffix or '.wav'}")
-            if rate:
-                write_wav(path, samples, rate)
-                print(f"wrote {path} ({len(samples) / rate:.1f} s)", file=sys.stderr)
+    for target, path in outputs.items():
+        samples, rate = result.pcm(target)
+        if rate:
+            write_wav(path, samples, rate)
+            print(f"wrote {path} ({len(samples) / rate:.1f} s)", file=sys.stderr)
     if result.error:
         return 1
     return 0 if result.done else 1

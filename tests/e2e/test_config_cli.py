@@ -60,6 +60,13 @@ def test_serve_bad_file_is_one_line(tmp_path):
     assert "--port: server.port" in r.stderr
 
 
+def test_serve_refuses_an_unknown_voice_before_loading_models(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "speech.cli", "serve", "--port", "0", "--voice", "robot"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert r.returncode == 2 and "speech serve: error: unknown voice 'robot'; available:" in r.stderr
+    assert "loading models" not in r.stderr and "--warm-up none" not in r.stderr  # not a load failure
+
+
 def test_device_cuda_where_absent_is_one_line_on_every_command(tmp_path):
     import pytest
 

@@ -66,10 +66,13 @@ def test_clear_errors_for_bad_input(tmp_path):
     bad_voice = speech("translate", str(CLIP), "--source", "pt", "--target", "en", "--voice", "robot")
     assert bad_voice.returncode == 2 and "unknown voice 'robot'; available: espeak, festival, kokoro, pico, piper-joe" in bad_voice.stderr
     bad_lang = speech("translate", str(CLIP), "--source", "pt", "--target", "tlh")
-    assert bad_lang.returncode == 2 and "no language 'tlh'" in bad_lang.stderr
+    assert bad_lang.returncode == 2 and "unknown language 'tlh'; languages: en, es, pt" in bad_lang.stderr
     bad_rate = speech("translate", str(CLIP), "--source", "pt", "--target", "en", "--codec", "opus",
                       "--codec-rate", "22050")
     assert bad_rate.returncode == 2 and "Opus does not support 22050 Hz" in bad_rate.stderr
+    bad_output = speech("translate", str(CLIP), "--source", "pt", "--target", "en", "--output", str(tmp_path / "x.mp3"))
+    assert bad_output.returncode == 2 and "x.mp3: the translated speech is written as WAV" in bad_output.stderr
+    assert "spoken" not in bad_output.stdout  # refused before the work, not after it
     assert "Traceback" not in bad_rate.stderr + bad_lang.stderr + bad_voice.stderr + missing.stderr
 
 

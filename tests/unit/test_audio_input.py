@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import soundfile as sf
@@ -121,3 +123,18 @@ def test_chunks_cover_the_whole_file_in_order():
 def test_bad_chunk_size():
     with pytest.raises(ValueError, match="chunk size"):
         list(iter_chunks(tone(0.1), 16000, 16000, 0))
+
+
+def test_output_names_are_wav_files_one_per_target(tmp_path):
+    from speech.audio import wav_outputs, write_wav
+    from speech.errors import UserError
+
+    assert wav_outputs("talk.wav", ("es",)) == {"es": Path("talk.wav")}
+    assert wav_outputs("talk", ("es",)) == {"es": Path("talk.wav")}  # soundfile needs the extension
+    assert wav_outputs("out/talk.WAV", ("es", "pt")) == {"es": Path("out/talk.es.WAV"), "pt": Path("out/talk.pt.WAV")}
+    for name in ("talk.mp3", "talk.ogg", "talk.v2"):
+        with pytest.raises(UserError, match=f"--output {name}: the translated speech is written as WAV"):
+            wav_outputs(name, ("es",))
+    path = wav_outputs(tmp_path / "talk", ("es",))["es"]
+    write_wav(path, np.zeros(160, np.float32), 16000)
+    assert sf.info(str(path)).format == "WAV"
