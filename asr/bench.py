@@ -315,6 +315,8 @@ def run(args: argparse.Namespace) -> int:
     for p in policies:
         if p.partition(":")[0] != "default":  # "default": the best measured policy per model
             registry.spec("asr-policy", p.partition(":")[0])
+    if args.limit < 0:
+        raise UserError(f"--limit must be 0 (all clips) or more, got {args.limit}")
     clips = load_clips(args.manifest or default_manifests(args.language), args.language, args.limit)
     update_s = args.update_ms / 1000 if args.update_ms else None
     from .reference import cache_path

@@ -187,6 +187,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.input_file is not None and not args.input_file.exists():
         raise UserError(f"{args.input_file}: no such file")
+    if args.output_file:
+        from ..audio import wav_outputs
+
+        args.output_file = wav_outputs(args.output_file, ("out",), flag="--output-file")["out"]  # before the session
     return asyncio.run(_main(args))
 
 

@@ -241,6 +241,8 @@ def run(args: argparse.Namespace) -> int:
     from .pace import pace_options
 
     args.pace = pace_options(args)
+    if args.limit < 0:
+        raise UserError(f"--limit must be 0 (all clips) or more, got {args.limit}")
     if args.speed:
         if not args.text_only:
             raise UserError("--speed needs --text-only (the whole pipeline speeds up by itself: --max-speed)")

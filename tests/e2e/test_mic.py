@@ -38,6 +38,13 @@ def test_mic_with_recording_and_fake_pipeline(clip, tmp_path):
     assert rate == 22050 and abs(len(data) / rate - 0.6) < 0.01
 
 
+def test_mic_refuses_an_output_it_cannot_write_before_listening(clip, tmp_path):
+    res = speech("mic", "--input-file", clip, "--no-playback", "--output-file", str(tmp_path / "said.mp3"),
+                 "--pipeline", "tests.unit.test_server_fakes:make_fake_factory", timeout=60)
+    assert res.returncode == 2 and "said.mp3: the translated speech is written as WAV" in res.stderr
+    assert "heard:" not in res.stdout  # not after the session
+
+
 def test_mic_without_a_device_says_what_to_do():
     res = speech("mic", "--seconds", "1", "--pipeline", "tests.unit.test_server_fakes:make_fake_factory", timeout=60)
     if res.returncode == 0:

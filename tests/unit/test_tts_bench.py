@@ -183,6 +183,16 @@ def test_long_talk_refuses_an_unknown_control_setting_before_any_work(control):
         run_long_talk(None, ["en-es"], args)
 
 
+@pytest.mark.parametrize("bench", ["s2st", "asr"])
+def test_a_negative_clip_limit_is_refused_not_read_as_all_but_the_last(bench):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "speech.cli", "bench", bench, "--limit", "-1"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2 and "--limit must be 0 (all clips) or more, got -1" in done.stderr
+
+
 @pytest.mark.parametrize("minutes", ["0", "-3"])
 def test_long_talk_of_no_minutes_is_refused_not_run_as_the_clip_benchmark(minutes):
     import subprocess
