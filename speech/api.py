@@ -266,10 +266,11 @@ class Result:
 
     def save(self, path: str | Path) -> Path:
         """Write the translated speech as a 16-bit WAV file; returns its path."""
-        from .audio import write_wav
+        from .audio import wav_outputs, write_wav
 
-        write_wav(path, self.samples, self.sample_rate)
-        return Path(path)
+        out = wav_outputs(path, ("out",), flag="save:")["out"]  # ".wav" added to a name without one
+        write_wav(out, self.samples, self.sample_rate)
+        return out
 
 
 def translate_file(path: str | Path, source: str | None = None, target: str | None = None, *,

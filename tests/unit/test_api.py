@@ -103,3 +103,16 @@ def test_load_config_and_server_options(tmp_path):
     with pytest.raises(speech.ConfigError, match=str(f)):
         f.write_text("[server]\nport = 'x'\n")
         speech.load_server_options(f)
+
+
+def test_result_save_writes_wav_and_refuses_another_format(tmp_path):
+    import soundfile as sf
+
+    from speech.api import Result
+    from speech.errors import UserError
+
+    result = Result(np.zeros(2205, np.float32), 22050, "hi", "hola", "hola", 1.0, 0.5, [])
+    assert result.save(tmp_path / "out") == tmp_path / "out.wav"
+    assert sf.info(str(tmp_path / "out.wav")).frames == 2205
+    with pytest.raises(UserError, match="out.mp3: the translated speech is written as WAV"):
+        result.save(tmp_path / "out.mp3")
