@@ -12,7 +12,6 @@ import os
 import sys
 
 from .errors import UserError
-from .stage import StageError
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -77,7 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return 130
-    except (UserError, ValueError, LookupError, StageError) as e:
+    except (UserError, ValueError, LookupError, RuntimeError) as e:
+        from .stage import StageError  # here, not at import: `speech --help` loads no numpy
+
         cause = e.error if isinstance(e, StageError) else e  # a bad option met inside a stage
         if not isinstance(cause, (UserError, ValueError, LookupError)):
             raise

@@ -7,7 +7,8 @@ from typing import Any
 
 
 def check_config(config: Any, registry: Any) -> None:
-    """Raises a UserError naming what `config` asks for that is not here (nothing is loaded)."""
+    """Refuses what `config` asks for that is not here, naming it (a UserError or LookupError, one
+    line under `speech`); nothing is loaded."""
     from .devices import check_devices
     from .translate.graph import resolve
     from .tts.backends import check_voice
