@@ -199,7 +199,11 @@ async def _serve(args: argparse.Namespace, warm: tuple[str, str] | None) -> int:
     if warm:
         from ..preflight import check_config
 
-        check_config(base.replace(source=warm[0], target=warm[1]), registry)  # one line, before models load
+        try:
+            check_config(base.replace(source=warm[0], target=warm[1]), registry)  # one line, before models load
+        except (UserError, LookupError) as e:
+            raise UserError(f"{e} (checked for the warm-up pair {warm[0]}:{warm[1]}; "
+                            f"--warm-up SRC:TGT checks another)") from None
     english = "whisper-tiny.en" if args.fast_english else None
     factory = load_factory(args.pipeline, registry, base) if args.pipeline else RealPipeline(registry, base, english)
     if warm and hasattr(factory, "warm_up"):

@@ -65,6 +65,11 @@ def test_serve_refuses_an_unknown_voice_before_loading_models(tmp_path):
                        capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert r.returncode == 2 and "speech serve: error: unknown voice 'robot'; available:" in r.stderr
     assert "loading models" not in r.stderr and "--warm-up none" not in r.stderr  # not a load failure
+    r = subprocess.run([sys.executable, "-m", "speech.cli", "serve", "--port", "0", "--mt-backend", "bergamot:en-pt"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert r.returncode == 2 and "goes from en to pt, not from en to es" in r.stderr
+    assert "checked for the warm-up pair en:es; --warm-up SRC:TGT checks another" in r.stderr
 
 
 def test_device_cuda_where_absent_is_one_line_on_every_command(tmp_path):
