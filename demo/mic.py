@@ -188,9 +188,9 @@ def run(args: argparse.Namespace) -> int:
     if args.input_file is not None and not args.input_file.exists():
         raise UserError(f"{args.input_file}: no such file")
     if args.output_file:
-        from ..audio import wav_outputs
+        from ..audio import wav_output
 
-        args.output_file = wav_outputs(args.output_file, ("out",), flag="--output-file")["out"]  # before the session
+        args.output_file = wav_output(args.output_file, flag="--output-file")  # before the session
     return asyncio.run(_main(args))
 
 

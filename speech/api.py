@@ -266,9 +266,9 @@ class Result:
 
     def save(self, path: str | Path) -> Path:
         """Write the translated speech as a 16-bit WAV file; returns its path."""
-        from .audio import wav_outputs, write_wav
+        from .audio import wav_output, write_wav
 
-        out = wav_outputs(path, ("out",), flag="save:")["out"]  # ".wav" added to a name without one
+        out = wav_output(path, flag="save:")  # ".wav" added to a name without one
         write_wav(out, self.samples, self.sample_rate)
         return out
 

@@ -236,15 +236,19 @@ class FileSource:
             )
 
 
-def wav_outputs(output: str | Path, targets: tuple[str, ...] | list[str], flag: str = "--output") -> dict[str, Path]:
-    """Where each target's speech goes: `output` for one target, `NAME.<target>.wav` beside it for
-    several (`.wav` added to a name without one); a name `write_wav` cannot write (it writes 16-bit
-    WAV) is refused before any work."""
+def wav_output(output: str | Path, flag: str = "--output") -> Path:
+    """`output` as a name `write_wav` can write (it writes 16-bit WAV): `.wav` added to a name
+    without a suffix, any other suffix refused before any work."""
     out = Path(output)
     if out.suffix and out.suffix.lower() != ".wav":
         raise UserError(f"{flag} {output}: the translated speech is written as WAV; give a name ending in .wav")
-    if not out.suffix:
-        out = out.with_name(out.name + ".wav")
+    return out if out.suffix else out.with_name(out.name + ".wav")
+
+
+def wav_outputs(output: str | Path, targets: tuple[str, ...] | list[str], flag: str = "--output") -> dict[str, Path]:
+    """Where each target's speech goes: `wav_output(output)` for one target, `NAME.<target>.wav`
+    beside it for several."""
+    out = wav_output(output, flag)
     if len(targets) == 1:
         return {targets[0]: out}
     return {t: out.with_name(f"{out.stem}.{t}{out.suffix}") for t in targets}
