@@ -26,6 +26,7 @@ from speech.types import AudioChunk
 
 from .respell import galician_for_spanish
 from .text import clean_text
+from .timescale import time_stretch
 
 SAMPLE_RATE = 24000
 MAX_TOKENS = 500  # the model's limit is 510 phonemes (its style table has 510 rows)
@@ -52,6 +53,9 @@ class KokoroConfig:
     threads: int | None = None  # None: the registry's thread budget (speech.budget)
     # one fixed level for the voice: jm_kumo's speech RMS is ~0.11, brought to Piper's 0.085
     gain: float = 0.75
+    # how a piece is spoken faster: "wsola" (synthesised at the model's own pace, then shortened by
+    # time-scale modification, tts/timescale.py) or "model" (the model's own duration scale)
+    faster: str = "wsola"
 
 
 class KokoroModel:
@@ -104,11 +108,13 @@ class KokoroSynthesizer:
     # pieces of 6 with a 3-word start 12.7 and 35.0 %). While the listener hears nothing, 3 words
     # are spoken at once (as Pico's): `speech eval` en->pt first audio 4.41 -> 4.07 s.
     chunk_defaults = {"max_words": 10, "first_words": 4, "idle_words": 3}
-    supports_speed = True  # `synthesize(text, speed)`: the model's own duration scale
-    # The duration control's fastest speed: round trip (Whisper base, 10 FLEURS + 20 FLORES
-    # references, Portuguese) 11.6 % at 1, 13.6 % at 1.2, 17.8 % at 1.3, 24.8 % at 1.4 (`speech bench
-    # s2st --text-only --pairs en-pt --limit 10 --more-texts 20 --speed X`): within 5 points up to 1.2.
-    max_speed = 1.2
+    supports_speed = True  # `synthesize(text, speed)`: by `config.faster`
+    # The duration control's fastest speed per way of speaking faster: the fastest whose round trip
+    # (Whisper base, 10 FLEURS + 20 FLORES references, Portuguese: `speech bench s2st --text-only
+    # --pairs en-pt --limit 10 --more-texts 20 --speed X`) stays within 5 points of speed 1. The
+    # model's duration scale: 11.6 % at 1, 13.6 % at 1.2, 17.8 % at 1.3, 24.8 % at 1.4. WSOLA on
+    # its own-pace speech: 11.5 % at 1, 11.4 % at 1.3, 13.9 % at 1.4, 13.5 % at 1.5, 15.0 % at 1.6.
+    MAX_SPEED = {"wsola": 1.6, "model": 1.2}
 
     def __init__(self, config: KokoroConfig, model: KokoroModel, espeak) -> None:  # noqa: ANN001
         base = config.language.lower().split("-")[0]
@@ -116,7 +122,16 @@ class KokoroSynthesizer:
             raise UserError(f"Kokoro reads eSpeak NG's phonemes of {', '.join(ESPEAK_VOICE)}; not {config.language!r}")
         if config.voice not in model.styles:
             raise UserError(f"Kokoro has no voice {config.voice!r}; available: {', '.join(sorted(model.styles))}")
+        if config.faster not in self.MAX_SPEED:
+            raise UserError(f"Kokoro's faster= is one of {', '.join(self.MAX_SPEED)}; not {config.faster!r}")
+        if config.faster == "wsola":  # imported now (0.5 s, with scipy), not in the first piece sped up
+            try:
+                import pytsmod  # noqa: F401
+            except ImportError:
+                raise UserError("Kokoro speaks faster by WSOLA, from pytsmod: pip install 'speech-s2st[timescale]' "
+                                "(or faster = \"model\" under [tts_options.engine]: its own duration scale)") from None
         self.config = config
+        self.max_speed = self.MAX_SPEED[config.faster]
         self.sample_rate = SAMPLE_RATE
         self._model = model
         self._style = model.styles[config.voice]
@@ -155,9 +170,12 @@ class KokoroSynthesizer:
                 calls[-1] += " " + ipa
             else:
                 calls.append(ipa)
+        own = speed if self.config.faster == "model" else 1.0
         offset = 0
         for seq, ipa in enumerate(calls):
-            samples = self._model.run(self._model.tokens(ipa), self._style, speed) * np.float32(self.config.gain)
+            samples = self._model.run(self._model.tokens(ipa), self._style, own) * np.float32(self.config.gain)
+            if own != speed:
+                samples = time_stretch(samples, SAMPLE_RATE, speed)
             yield AudioChunk(samples, SAMPLE_RATE, start=offset / SAMPLE_RATE, seq=seq, text=text)
             offset += len(samples)
 

@@ -87,8 +87,13 @@ def test_punctuation_speed_long_text_and_voices(registry):
     assert clauses[0].endswith(",") and clauses[1].endswith("?") and clauses[2].endswith(",")
     plain = speak(synth, PT)
     assert np.array_equal(speak(synth, PT), plain)  # deterministic: the same piece, the same audio
-    fast = speak(synth, PT, speed=1.4)
-    assert 1.25 < len(plain) / len(fast) < 1.55
+    fast = speak(synth, PT, speed=1.4)  # its own pace, shortened by WSOLA: the same length ratio
+    assert 1.37 < len(plain) / len(fast) < 1.43 and synth.max_speed > 1.2
+    scaled = create_synthesizer(registry, "pt", faster="model")  # the model's duration scale instead
+    assert scaled.max_speed == 1.2 and not np.array_equal(speak(scaled, PT, speed=1.4)[:24000], fast[:24000])
+    assert 1.2 < len(plain) / len(speak(scaled, PT, speed=1.4)) < 1.6
+    with pytest.raises(UserError, match="faster= is one of wsola, model; not 'quick'"):
+        create_synthesizer(registry, "pt", faster="quick")
     with pytest.raises(ValueError, match="between 0.5 and 2.5"):
         speak(synth, PT, speed=3.0)
     long_text = " ".join([PT.rstrip(".")] * 12) + "."  # one clause far over the model's limit
