@@ -1,11 +1,12 @@
 """Speaking faster: the synthesiser's own rate where it has one, else time-scale modification.
 
 eSpeak NG (words per minute) and Piper (`length_scale`) change their rate themselves, which keeps
-every phoneme natural. Any other voice is synthesised at its own rate and shortened with WSOLA (as
-Kokoro shortens itself: its own duration scale was heard worse than WSOLA of its own pace)
+every phoneme natural. Any other voice is synthesised at its own rate and shortened with WSOLA
 (waveform-similarity overlap-add: pitch and formants kept, no phase-vocoder smearing of
 consonants), from `pytsmod` (the `timescale` extra): a pure-Python wheel on numpy and scipy,
-nothing to build, the most recently maintained of the WSOLA implementations on PyPI.
+nothing to build, the most recently maintained of the WSOLA implementations on PyPI. Kokoro has a
+duration scale of its own but shortens itself this way too (`time_stretch`): its scale was heard
+worse than WSOLA of its own-pace speech.
 """
 
 from __future__ import annotations
