@@ -33,8 +33,9 @@ def _text_or_none(v: Any) -> Any:
 
 
 def _target_lag(v: Any) -> dict[str, Any]:
-    # Condensation starts at least 3 s above the target lag (speech.tts.pace.pace_options).
-    return {"tts_options.pace.target_lag_s": v, "tts_options.pace.condense_lag_s": max(6.0, v + 3.0)}
+    # Condensation starts at least 3 s above the target lag, skipping 12 s (speech.tts.pace.pace_options).
+    return {"tts_options.pace.target_lag_s": v, "tts_options.pace.condense_lag_s": max(6.0, v + 3.0),
+            "tts_options.pace.skip_lag_s": max(15.0, v + 12.0)}
 
 
 # argparse dest -> (dotted keys it sets, conversion of the flag's value; a dict: key -> value).
@@ -64,7 +65,8 @@ FLAG_KEYS: dict[str, tuple[tuple[str, ...], Callable[[Any], Any]]] = {
     "engine": (("server.engine",), lambda v: v),
     "ray_max_replicas": (("server.ray_max_replicas",), lambda v: v),
     "ray_replica_cpus": (("server.ray_replica_cpus",), lambda v: v),
-    "target_lag": (("tts_options.pace.target_lag_s", "tts_options.pace.condense_lag_s"), _target_lag),
+    "target_lag": (("tts_options.pace.target_lag_s", "tts_options.pace.condense_lag_s", "tts_options.pace.skip_lag_s"),
+                   _target_lag),
     "max_speed": (("tts_options.pace.max_speed",), lambda v: {} if v is None else {"tts_options.pace.max_speed": v}),
     "no_pace_control": (("tts_options.pace.control",), lambda v: not v),
 }

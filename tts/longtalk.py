@@ -166,6 +166,8 @@ def summarise(pair: str, control: str, records: list[dict], asr_records: list[di
         "share_chunks_pauses_shortened": r3(stats.get("pauses_shortened", 0) / chunks),
         "share_words_dropped": r3(stats.get("words_dropped", 0) / max(1, spoken + stats.get("words_dropped", 0))),
         "words_spoken": spoken,
+        # whole pieces not spoken because the voice fell more than skip_lag_s behind (tts.pace)
+        "words_unspoken": stats.get("words_skipped", 0),
         # where the lag goes (speech.eval.listener.LAG_PARTS), over every word and over the slowest tenth
         "lag_parts_s": {k: r3(v) for k, v in lag_parts(audio).items()},
         "lag_parts_s_above_p90": {k: r3(v) for k, v in lag_parts(audio, p90).items()},
@@ -288,7 +290,8 @@ def run_long_talk(registry, pairs: list[str], args) -> int:  # noqa: ANN001 - ar
                   f"{r['listener_lag_p50_s']} s p90 {r['listener_lag_p90_s']} s, p90 per minute [{per_min}], "
                   f"slope {r['listener_lag_slope_s_per_min']} s/min, start {r['start_offset_s']} s, "
                   f"end {r['end_offset_s']} s, output/input {r['duration_ratio']}, faster in "
-                  f"{r['share_chunks_faster']:.0%} of chunks, words dropped {r['share_words_dropped']:.1%}")
+                  f"{r['share_chunks_faster']:.0%} of chunks, words dropped {r['share_words_dropped']:.1%}"
+                  + (f", {r['words_unspoken']} words not spoken (the voice fell behind)" if r.get("words_unspoken") else ""))
             parts = ", ".join(f"{k} {v:.2f}" for k, v in r["lag_parts_s_above_p90"].items())
             if parts:
                 print(f"  the slowest tenth of words: {parts} s (mean lag parts)")

@@ -18,7 +18,12 @@ listener timeline and, for each piece about to be spoken, chooses:
 2. shorter pauses: silences inside the piece longer than `pause_ms` are cut to it while behind;
 3. condensation, only when the lag stays above `condense_lag_s` at full speed: words a listener
    misses least are dropped (fillers, a word repeated at once, a clause the listener has just
-   heard), never more than `max_condense` of the words spoken so far.
+   heard), never more than `max_condense` of the words spoken so far;
+4. skipping, when a piece's first word would be heard more than `skip_lag_s` after it was spoken:
+   the machine synthesises more slowly than the speaker talks (a large voice on a small CPU), and
+   neither speed nor condensation removes compute that is missing. The piece is not spoken (its
+   words stay in the translation's text), which also spares its synthesis, so the voice catches
+   up with the talk instead of falling further behind every minute.
 
 Every decision is returned as a `PaceDecision` that the TTS stage logs with the chunk.
 """
@@ -57,6 +62,9 @@ class PaceConfig:
     pause_ms: float = 120.0  # while behind, a silence inside a piece is cut to this (0: never)
     condense_lag_s: float = 6.0  # at full speed and above this lag, drop what is missed least
     max_condense: float = 0.05  # at most this share of the words spoken so far is dropped
+    # above this predicted lag a piece is not spoken (the synthesiser cannot keep up); None: never.
+    # Above the worst lag of the 10-minute talks that keep up (11.1 s, docs/synthesis.md)
+    skip_lag_s: float | None = 15.0
     look_ahead: bool = True  # count the words committed behind the piece (see the module doc)
     tentative: bool = True  # count the translator's tentative tail behind them too
 
@@ -74,6 +82,10 @@ class PaceConfig:
             )
         if self.gain < 0 or self.max_step <= 0:
             raise ValueError(f"pace gain must be >= 0 and max step > 0, got {self.gain:g} and {self.max_step:g}")
+        if self.skip_lag_s is not None and self.skip_lag_s < self.condense_lag_s:
+            raise ValueError(
+                f"skip lag ({self.skip_lag_s:g} s) must not be below the condensation lag ({self.condense_lag_s:g} s)"
+            )
         if not 0 <= self.max_condense <= 0.5:
             raise ValueError(f"max condense share must be between 0 and 0.5, got {self.max_condense:g}")
         if self.pause_ms < 0:
@@ -94,10 +106,11 @@ class PaceDecision:
     backlog_s: float  # how long the piece would wait behind earlier speech
     shorten_pauses: bool
     dropped: tuple[str, ...] = ()  # words condensed away
+    skipped: tuple[str, ...] = ()  # the whole piece, not spoken: the voice is too far behind
 
     @property
     def acted(self) -> bool:
-        return self.speed > 1.0 + 1e-6 or self.shorten_pauses or bool(self.dropped)
+        return self.speed > 1.0 + 1e-6 or self.shorten_pauses or bool(self.dropped) or bool(self.skipped)
 
 
 @dataclass
@@ -108,6 +121,7 @@ class PaceController:
     speed: float = 0.0  # 0: not started (the first piece starts at min_speed)
     words_spoken: int = 0
     words_dropped: int = 0
+    words_skipped: int = 0
     seconds_per_char: float | None = None  # the voice's pace at speed 1, observed (None: not yet)
     _recent_clauses: list[str] = field(default_factory=list)
 
@@ -131,6 +145,9 @@ class PaceController:
         if not c.control:
             self.words_spoken += len(words)
             return words, PaceDecision(c.min_speed, lag, backlog, False)
+        if c.skip_lag_s is not None and lag > c.skip_lag_s:
+            self.words_skipped += len(words)
+            return [], PaceDecision(round(self.speed, 3), lag, backlog, False, skipped=tuple(w.text for w in words))
         excess = min(max(0.0, lag - c.target_lag_s), backlog)
         if c.look_ahead:
             excess = max(excess, self._queued_excess(words, start, backlog, queued))
@@ -329,4 +346,5 @@ def pace_options(args) -> dict:  # noqa: ANN001 - argparse.Namespace
         flag = "--max-speed" if "speed" in str(e) else "--target-lag"
         raise UserError(f"{flag}: {e}") from None
     options["condense_lag_s"] = max(PaceConfig.condense_lag_s, args.target_lag + 3.0)
+    options["skip_lag_s"] = max(PaceConfig.skip_lag_s or 0.0, args.target_lag + 12.0)
     return options

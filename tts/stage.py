@@ -54,7 +54,7 @@ class TtsStage:
         self._schedule = ListenerSchedule(self.synthesizer.sample_rate, self.joins.fade_ms)
         self._pace = PaceController(voice_limited(self.pace, self.synthesizer))
         totals = {"compute_s": 0.0, "audio_s": 0.0, "chunks": 0, "skipped": 0, "controlled": 0,
-                  "faster": 0, "pauses_shortened": 0, "words_dropped": 0}
+                  "faster": 0, "pauses_shortened": 0, "words_dropped": 0, "words_skipped": 0}
         seq = 0
         tentative: list[tuple[str, float | None]] = []
         last_wall = 0.0  # wall time of the latest update: the end of stream's time on the simulated clock
@@ -90,6 +90,12 @@ class TtsStage:
         ready = max(piece.ready_time, timer.now())
         words, decision = self._pace.decide(list(piece.words), ready, self._schedule.end,
                                             min(spoken) if spoken else None, behind)
+        if decision.skipped:
+            totals["skipped"] += 1
+            totals["words_skipped"] += len(decision.skipped)
+            self.log.write("tts_skip", stage=self.name, text=piece.text, reason="behind", lag_s=round(decision.lag_s, 3),
+                           words=len(decision.skipped))
+            return seq
         text = clean_text(" ".join(w.text for w in words))
         if not text:
             totals["skipped"] += 1

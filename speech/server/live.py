@@ -353,6 +353,11 @@ class LiveSession:
                      "speed": rec.get("speed"), "lag": round(lags[0], 4) if lags else None,
                      "word_lags": [round(x, 4) for x in lags], "word_heard": [round(t, 4) for t, _ in heard]}
             self._publish(event, target=target)
+        elif kind == "tts_skip" and rec.get("reason") == "behind":
+            # the voice cannot keep up on this machine: the piece is not spoken (its text was sent)
+            self.stats.unspoken(target, int(rec.get("words") or 0))
+            self._publish({"type": "unspoken", "target": target, "text": rec.get("text", ""),
+                           "lag": rec.get("lag_s")}, target=target)
         elif kind == "stats":
             self.stats.compute(rec.get("compute_s"))
 

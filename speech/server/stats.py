@@ -12,7 +12,7 @@ class SessionStats:
         self.targets = targets
         self.lags: dict[str, list[float]] = {"recognition": [], "translation": [], "synthesis": []}
         self.words = {"recognition": 0, "translation": 0}
-        self.per_target = {t: {"lags": [], "words": 0, "audio_out_s": 0.0, "frames": 0} for t in targets}
+        self.per_target = {t: {"lags": [], "words": 0, "audio_out_s": 0.0, "frames": 0, "unspoken": 0} for t in targets}
         self.audio_out_s = 0.0
         self.frames_out = 0
         self.compute_s = 0.0
@@ -32,6 +32,11 @@ class SessionStats:
         self.lags["synthesis"] += lags
         if target in self.per_target:
             self.per_target[target].setdefault("listener_lags", []).extend(lags)
+
+    def unspoken(self, target: str | None, words: int) -> None:
+        """Translated words the voice skipped: it fell too far behind the talk (tts.pace)."""
+        if target in self.per_target:
+            self.per_target[target]["unspoken"] += words
 
     def audio_out(self, target: str, seconds: float) -> None:
         self.audio_out_s += seconds
@@ -69,7 +74,7 @@ class SessionStats:
                     "translation_lag_p90": _pct(b["lags"], 90), "audio_out_s": round(b["audio_out_s"], 4),
                     "synthesis_lag_p50": _pct(b.get("listener_lags", []), 50),
                     "synthesis_lag_p90": _pct(b.get("listener_lags", []), 90),
-                    "audio_frames_out": b["frames"]}
+                    "audio_frames_out": b["frames"], "words_unspoken": b["unspoken"]}
                 for t, b in self.per_target.items()
             },
             "compute_s": round(self.compute_s, 4),

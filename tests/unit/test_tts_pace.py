@@ -248,7 +248,8 @@ def test_condensation_drops_fillers_repeats_and_a_clause_just_heard():
 
 
 def test_condensation_only_at_full_speed_and_within_its_share():
-    c = PaceController(PaceConfig(max_speed=1.2, max_step=1.0, gain=1.0, condense_lag_s=4.0, max_condense=0.05))
+    c = PaceController(PaceConfig(max_speed=1.2, max_step=1.0, gain=1.0, condense_lag_s=4.0, max_condense=0.05,
+                                  skip_lag_s=None))
     c.words_spoken = 100
     kept, d = c.decide([Word(w) for w in "uh yes yes".split()], ready=10.0, listener_end=20.0, spoken=1.0)
     assert d.speed == 1.2 and d.dropped == ("uh", "yes")
@@ -267,7 +268,58 @@ def test_shorten_pauses_cuts_inner_silences_only():
     assert np.allclose(y[: len(pad) + len(tone)], x[: len(pad) + len(tone)])  # leading padding kept
 
 
+def test_a_piece_too_far_behind_is_skipped_whole_and_nothing_else_is():
+    c = PaceController(PaceConfig(skip_lag_s=15.0))
+    kept, d = c.decide([Word("a"), Word("b")], ready=30.0, listener_end=20.0, spoken=14.0)
+    assert kept == [] and d.skipped == ("a", "b") and d.acted and c.words_skipped == 2
+    kept, d = c.decide([Word("c")], ready=30.0, listener_end=20.0, spoken=16.0)  # 14 s: spoken
+    assert [w.text for w in kept] == ["c"] and d.skipped == ()
+    off = PaceController(PaceConfig(control=False))
+    kept, d = off.decide([Word("a")], ready=60.0, listener_end=20.0, spoken=1.0)
+    assert kept and d.skipped == ()  # control off: every piece at the voice's own rate
+
+
+class ComputeBoundVoice(SlowVoice):
+    """SlowVoice whose synthesis costs COMPUTE_S of (virtual) compute per word: slower than the talk."""
+
+    def __init__(self, counter: list[float], compute_s: float) -> None:
+        super().__init__()
+        self.counter, self.compute_s = counter, compute_s
+
+    def synthesize(self, text: str, speed: float = 1.0):
+        self.counter[0] += self.compute_s * len(text.split())
+        yield from super().synthesize(text, speed)
+
+
+def test_a_voice_slower_than_the_talk_skips_pieces_instead_of_falling_behind(monkeypatch):
+    """2 words/s, each costing 1 s to synthesise: without skipping the lag grows with the talk;
+    with it the listener stays within the skip level, and the skipped words are logged."""
+    import speech.clock
+    import speech.tts.stage
+
+    counter = [0.0]
+    fake_time = type("T", (), {"perf_counter": staticmethod(lambda: counter[0])})
+    monkeypatch.setattr(speech.clock, "time", fake_time)
+    monkeypatch.setattr(speech.tts.stage, "time", fake_time)
+    updates = talk(60, 2.0)
+
+    def lags(skip):
+        records, _, _ = asyncio.run(run(updates, PaceConfig(max_speed=1.6, skip_lag_s=skip),
+                                        ComputeBoundVoice(counter, 1.0)))
+        words = heard_words([r for r in records if r["kind"] == "audio"])
+        return [w.lag for w in words], [r for r in records if r["kind"] == "tts_skip"], records
+
+    unbounded, none_skipped, _ = lags(None)
+    assert max(unbounded) > 40 and not none_skipped
+    bounded, skips, records = lags(15.0)
+    assert max(bounded) < 15.0 + 4 * 1.0 + 2.5  # the skip level, one piece's compute and its speech
+    assert skips and all(s["reason"] == "behind" and s["lag_s"] > 15.0 for s in skips)
+    stats = next(r for r in records if r["kind"] == "stats")
+    assert stats["words_skipped"] == sum(s["words"] for s in skips) and 0 < stats["words_skipped"] < 120
+
+
 @pytest.mark.parametrize("kwargs, words", [
+    ({"condense_lag_s": 6.0, "skip_lag_s": 5.0}, "skip lag"),
     ({"max_speed": 0.9}, "between 1 and 2.5"),
     ({"max_speed": 2.6}, "between 1 and 2.5"),
     ({"target_lag_s": -1}, "target lag must be >= 0"),
