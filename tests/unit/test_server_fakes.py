@@ -112,8 +112,9 @@ class FakeTts:
     name = "tts"
     rate = 22050
 
-    def __init__(self, log: EventLog, clock):
+    def __init__(self, log: EventLog, clock, skip_odd: bool = False):
         self.log, self.clock = log, clock
+        self.skip_odd = skip_odd  # leave every other word unspoken, as a voice too far behind does
 
     async def run(self, inbox, outbox) -> None:
         start = 0.0
@@ -123,6 +124,9 @@ class FakeTts:
         schedule = ListenerSchedule(self.rate)
         async for update in inbox:
             for word in update.committed:
+                if self.skip_odd and int(word.text.strip("Ww") or 0) % 2:
+                    self.log.write("tts_skip", stage="tts", text=word.text, reason="behind", lag_s=16.0, words=1)
+                    continue
                 now = self.clock.now()
                 play = schedule.place(now, len(tone))
                 chunk = AudioChunk(tone, self.rate, start, seq, wall_time=now, text=word.text, play_start=play)
@@ -137,7 +141,8 @@ class FakeTts:
 def fake_pipeline(hello, source, sink, clock, log) -> Session:
     """`sink`: one sink, or one per target (the server passes a mapping). With several targets the
     session is a tree (one recogniser, one FakeMt -> FakeTts branch per target, records naming their
-    target); a target ending in "-lag" makes its branch's translator take 50 ms per update."""
+    target); a target ending in "-lag" makes its branch's translator take 50 ms per update, one ending
+    in "-unspoken" leaves every other word unspoken."""
     targets = hello.all_targets
     boom = 1.0 if hello.target.endswith("-boom") else None
     cost = 0.05 if hello.target.endswith("-slow") else 0.0
@@ -148,7 +153,8 @@ def fake_pipeline(hello, source, sink, clock, log) -> Session:
     if len(targets) == 1:
         fault = next((f for f in ("hang", "raise") if hello.target.endswith("-" + f)), None)
         mt = FaultyMt(log, clock, fault, RELEASE_HUNG_CALLS) if fault else FakeMt(log, clock)
-        return Session([asr, mt, FakeTts(log, clock)], source, sinks[targets[0]], clock=clock, log=log)
+        tts = FakeTts(log, clock, skip_odd=hello.target.endswith("-unspoken"))
+        return Session([asr, mt, tts], source, sinks[targets[0]], clock=clock, log=log)
     branches = []
     for target in targets:
         blog = BranchLog(log, target)

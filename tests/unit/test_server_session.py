@@ -77,6 +77,19 @@ def test_stream_delivers_text_audio_and_done_last():
     assert metrics.sessions_active == 0 and metrics.sessions_completed == 1
 
 
+def test_words_the_voice_leaves_unspoken_reach_the_client_and_the_summary():
+    async def main():
+        async with server() as srv:
+            return await stream_audio(srv.url, tone(3.0, 48000), 48000, "en", "es-unspoken", speed=0)
+
+    res = run(main())
+    unspoken = [e for e in res.events if e["type"] == "unspoken"]
+    assert [e["text"] for e in unspoken] == ["W1", "W3", "W5"] and all(e["lag"] == 16.0 for e in unspoken)
+    assert res.committed("translation") == [f"W{i}" for i in range(6)]  # the text keeps every word
+    assert len([e for e in res.events if e["type"] == "synthesis"]) == 3
+    assert res.done["summary"]["targets"]["es-unspoken"]["words_unspoken"] == 3
+
+
 def test_end_mid_word_delivers_every_committed_word_before_done():
     async def main():
         async with server() as srv:
