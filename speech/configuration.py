@@ -32,10 +32,15 @@ def _text_or_none(v: Any) -> Any:
     return None if v is None else str(v)
 
 
+def lag_levels(target_lag_s: float) -> dict[str, float]:
+    """The duration control's levels for a target lag: condensation at least 3 s above it, skipping
+    at least 12 s above it (never below their defaults, 6 and 15 s; speech.tts.pace)."""
+    return {"target_lag_s": target_lag_s, "condense_lag_s": max(6.0, target_lag_s + 3.0),
+            "skip_lag_s": max(15.0, target_lag_s + 12.0)}
+
+
 def _target_lag(v: Any) -> dict[str, Any]:
-    # Condensation starts at least 3 s above the target lag, skipping 12 s (speech.tts.pace.pace_options).
-    return {"tts_options.pace.target_lag_s": v, "tts_options.pace.condense_lag_s": max(6.0, v + 3.0),
-            "tts_options.pace.skip_lag_s": max(15.0, v + 12.0)}
+    return {f"tts_options.pace.{k}": x for k, x in lag_levels(v).items()}
 
 
 # argparse dest -> (dotted keys it sets, conversion of the flag's value; a dict: key -> value).

@@ -335,16 +335,15 @@ def add_pace_arguments(parser) -> None:  # noqa: ANN001 - argparse.ArgumentParse
 
 def pace_options(args) -> dict:  # noqa: ANN001 - argparse.Namespace
     """PaceConfig fields from the flags; a value out of range is one line naming the flag."""
+    from speech.configuration import lag_levels
     from speech.errors import UserError
 
-    options = {"target_lag_s": args.target_lag, "control": not args.no_pace_control}
+    options = {"control": not args.no_pace_control, **lag_levels(args.target_lag)}
     if args.max_speed is not None:
         options["max_speed"] = args.max_speed
     try:
-        PaceConfig(**{**options, "condense_lag_s": max(PaceConfig.condense_lag_s, args.target_lag)})
+        PaceConfig(**options)
     except ValueError as e:
         flag = "--max-speed" if "speed" in str(e) else "--target-lag"
         raise UserError(f"{flag}: {e}") from None
-    options["condense_lag_s"] = max(PaceConfig.condense_lag_s, args.target_lag + 3.0)
-    options["skip_lag_s"] = max(PaceConfig.skip_lag_s or 0.0, args.target_lag + 12.0)
     return options

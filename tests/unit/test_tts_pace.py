@@ -386,3 +386,18 @@ def test_lag_parts_add_up_to_the_lag_and_the_queue_holds_the_backlog():
     assert slowest["queue"] > 5 * max(slowest["committed"], slowest["synthesis"])
     assert slowest["queue"] > parts["queue"] + 3  # the backlog grew along the talk
     assert lag_parts(audio, above=max(lags)) == {}  # no word above the largest lag
+
+
+def test_the_target_lag_flag_moves_the_condensation_and_skip_levels_with_it():
+    import argparse
+
+    from speech.errors import UserError
+    from speech.tts.pace import add_pace_arguments, pace_options
+
+    parser = argparse.ArgumentParser()
+    add_pace_arguments(parser)
+    assert PaceConfig(**pace_options(parser.parse_args([]))).skip_lag_s == 15.0
+    far = PaceConfig(**pace_options(parser.parse_args(["--target-lag", "20"])))
+    assert (far.condense_lag_s, far.skip_lag_s) == (23.0, 32.0)  # above the defaults, still in order
+    with pytest.raises(UserError, match="--target-lag"):
+        pace_options(parser.parse_args(["--target-lag", "-1"]))
