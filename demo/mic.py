@@ -217,9 +217,15 @@ async def _main(args: argparse.Namespace) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
 
+    behind = {"relief": 0, "unspoken": 0}  # words the voice could not say in time (tts.pace)
+
     def on_record(rec: dict) -> None:
         if rec.get("kind") == "update" and rec.get("stage") in ("asr", "mt"):
             loop.call_soon_threadsafe(display.update, rec["stage"], rec)
+        elif rec.get("kind") == "audio" and rec.get("voice") == "relief":
+            behind["relief"] += int(rec.get("words") or 0)
+        elif rec.get("kind") == "tts_skip" and rec.get("reason") == "behind":
+            behind["unspoken"] += int(rec.get("words") or 0)
 
     log = EventLog(args.log, keep=False, on_record=on_record)
     dropped = [0.0]
@@ -276,6 +282,9 @@ async def _main(args: argparse.Namespace) -> int:
     print(f"\nheard: {' '.join(display.committed['asr'])}\nsaid:  {' '.join(display.committed['mt'])}", flush=True)
     spoken = sum(len(x) for x in output) / out_rate[0] if out_rate[0] else 0.0
     print(f"{spoken:.1f} s of translated speech", file=sys.stderr)
+    if behind["relief"] or behind["unspoken"]:
+        print(f"the voice fell behind the talk: {behind['relief']} words spoken by the relief voice, "
+              f"{behind['unspoken']} not spoken (try a lighter --voice)", file=sys.stderr)
     if dropped[0]:
         print(f"dropped {dropped[0]:.1f} s of microphone audio: the pipeline fell behind "
               "(try a faster --asr-model)", file=sys.stderr)

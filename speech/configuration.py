@@ -33,10 +33,11 @@ def _text_or_none(v: Any) -> Any:
 
 
 def lag_levels(target_lag_s: float) -> dict[str, float]:
-    """The duration control's levels for a target lag: condensation at least 3 s above it, skipping
-    at least 12 s above it (never below their defaults, 6 and 15 s; speech.tts.pace)."""
+    """The duration control's levels for a target lag: condensation at least 3 s above it, the
+    relief voice at least 7 s above it, skipping at least 12 s above it (never below their
+    defaults, 6, 10 and 15 s; speech.tts.pace)."""
     return {"target_lag_s": target_lag_s, "condense_lag_s": max(6.0, target_lag_s + 3.0),
-            "skip_lag_s": max(15.0, target_lag_s + 12.0)}
+            "relief_lag_s": max(10.0, target_lag_s + 7.0), "skip_lag_s": max(15.0, target_lag_s + 12.0)}
 
 
 def _target_lag(v: Any) -> dict[str, Any]:
@@ -70,7 +71,8 @@ FLAG_KEYS: dict[str, tuple[tuple[str, ...], Callable[[Any], Any]]] = {
     "engine": (("server.engine",), lambda v: v),
     "ray_max_replicas": (("server.ray_max_replicas",), lambda v: v),
     "ray_replica_cpus": (("server.ray_replica_cpus",), lambda v: v),
-    "target_lag": (("tts_options.pace.target_lag_s", "tts_options.pace.condense_lag_s", "tts_options.pace.skip_lag_s"),
+    "target_lag": (("tts_options.pace.target_lag_s", "tts_options.pace.condense_lag_s", "tts_options.pace.relief_lag_s",
+                    "tts_options.pace.skip_lag_s"),
                    _target_lag),
     "max_speed": (("tts_options.pace.max_speed",), lambda v: {} if v is None else {"tts_options.pace.max_speed": v}),
     "no_pace_control": (("tts_options.pace.control",), lambda v: not v),

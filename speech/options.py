@@ -126,12 +126,17 @@ class TtsOptions:
       `timeout_s`, `short_timeout_s`, `first_words`, `lead_words`), over the voice's preferred
       values.
     - `pace`: duration control when the listener falls behind (`control`, `target_lag_s`,
-      `max_speed`, `min_speed`, `pause_ms`, `condense_lag_s`, ...; speech.tts.pace.PaceConfig).
+      `max_speed`, `min_speed`, `pause_ms`, `condense_lag_s`, `relief_lag_s`, ...;
+      speech.tts.pace.PaceConfig).
+    - `relief_voice`: the cheaper voice that speaks while the main one is too far behind (a
+      `--voice` value; "" or "none": none, pieces are skipped instead). The default, eSpeak NG,
+      speaks every target language at almost no compute; where it is not installed, there is none.
     """
 
     engine: dict[str, Any] = field(default_factory=dict)
     chunker: dict[str, Any] = field(default_factory=dict)
     pace: dict[str, Any] = field(default_factory=dict)
+    relief_voice: str = "espeak"
 
     def __post_init__(self) -> None:
         check_fields(self, "tts_options.")

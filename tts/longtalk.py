@@ -168,6 +168,8 @@ def summarise(pair: str, control: str, records: list[dict], asr_records: list[di
         "words_spoken": spoken,
         # whole pieces not spoken because the voice fell more than skip_lag_s behind (tts.pace)
         "words_unspoken": stats.get("words_skipped", 0),
+        # words the relief voice spoke while the main one was more than relief_lag_s behind (tts.pace)
+        "words_relief": stats.get("words_relief", 0),
         # where the lag goes (speech.eval.listener.LAG_PARTS), over every word and over the slowest tenth
         "lag_parts_s": {k: r3(v) for k, v in lag_parts(audio).items()},
         "lag_parts_s_above_p90": {k: r3(v) for k, v in lag_parts(audio, p90).items()},
@@ -291,6 +293,7 @@ def run_long_talk(registry, pairs: list[str], args) -> int:  # noqa: ANN001 - ar
                   f"slope {r['listener_lag_slope_s_per_min']} s/min, start {r['start_offset_s']} s, "
                   f"end {r['end_offset_s']} s, output/input {r['duration_ratio']}, faster in "
                   f"{r['share_chunks_faster']:.0%} of chunks, words dropped {r['share_words_dropped']:.1%}"
+                  + (f", {r['words_relief']} words spoken by the relief voice" if r.get("words_relief") else "")
                   + (f", {r['words_unspoken']} words not spoken (the voice fell behind)" if r.get("words_unspoken") else ""))
             parts = ", ".join(f"{k} {v:.2f}" for k, v in r["lag_parts_s_above_p90"].items())
             if parts:

@@ -19,11 +19,15 @@ listener timeline and, for each piece about to be spoken, chooses:
 3. condensation, only when the lag stays above `condense_lag_s` at full speed: words a listener
    misses least are dropped (fillers, a word repeated at once, a clause the listener has just
    heard), never more than `max_condense` of the words spoken so far;
-4. skipping, when a piece's first word would be heard more than `skip_lag_s` after it was spoken:
-   the machine synthesises more slowly than the speaker talks (a large voice on a small CPU), and
-   neither speed nor condensation removes compute that is missing. The piece is not spoken (its
-   words stay in the translation's text), which also spares its synthesis, so the voice catches
-   up with the talk instead of falling further behind every minute.
+4. a relief voice, when a piece's first word would be heard more than `relief_lag_s` after it was
+   spoken and the piece waited for the synthesiser (the machine synthesises more slowly than the
+   speaker talks: a large voice on a small CPU, where neither speed nor condensation removes the
+   compute that is missing): the stage's cheaper voice speaks the pieces until the lag is back
+   under `condense_lag_s`, so every word is still heard and the main voice catches up;
+5. skipping, when a piece's first word would be heard more than `skip_lag_s` after it was spoken
+   (no relief voice, or even it falls behind): the piece is not spoken (its words stay in the
+   translation's text), which also spares its synthesis, so the voice catches up with the talk
+   instead of falling further behind every minute.
 
 Every decision is returned as a `PaceDecision` that the TTS stage logs with the chunk.
 """
@@ -43,6 +47,9 @@ from .joins import FRAME_S, _frame_db
 
 
 DEFAULT_MAX_SPEED = 1.6  # for a voice with no measured limit
+# A piece that waited this long for the synthesiser (busy with earlier pieces) shows that the voice,
+# not the recogniser or the translator, holds the listener back: only then does the relief voice help
+RELIEF_WAIT_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,11 @@ class PaceConfig:
     # above this predicted lag a piece is not spoken (the synthesiser cannot keep up); None: never.
     # Above the worst lag of the 10-minute talks that keep up (11.1 s, docs/synthesis.md)
     skip_lag_s: float | None = 15.0
+    # above this predicted lag, a piece that waited for the synthesiser is spoken by the relief
+    # voice (the TTS stage's cheaper one, if it has one) until the lag is under condense_lag_s;
+    # None: never. Between the condensation and skip levels, above the worst minute of the
+    # 10-minute talks that keep up (p90 7.8 s, docs/synthesis.md)
+    relief_lag_s: float | None = 10.0
     look_ahead: bool = True  # count the words committed behind the piece (see the module doc)
     tentative: bool = True  # count the translator's tentative tail behind them too
 
@@ -85,6 +97,12 @@ class PaceConfig:
         if self.skip_lag_s is not None and self.skip_lag_s < self.condense_lag_s:
             raise ValueError(
                 f"skip lag ({self.skip_lag_s:g} s) must not be below the condensation lag ({self.condense_lag_s:g} s)"
+            )
+        skip = float("inf") if self.skip_lag_s is None else self.skip_lag_s
+        if self.relief_lag_s is not None and not self.condense_lag_s <= self.relief_lag_s <= skip:
+            raise ValueError(
+                f"relief lag ({self.relief_lag_s:g} s) must lie between the condensation lag "
+                f"({self.condense_lag_s:g} s) and the skip lag ({skip:g} s)"
             )
         if not 0 <= self.max_condense <= 0.5:
             raise ValueError(f"max condense share must be between 0 and 0.5, got {self.max_condense:g}")
@@ -107,10 +125,12 @@ class PaceDecision:
     shorten_pauses: bool
     dropped: tuple[str, ...] = ()  # words condensed away
     skipped: tuple[str, ...] = ()  # the whole piece, not spoken: the voice is too far behind
+    relief: bool = False  # spoken by the relief voice: the main one is too far behind
 
     @property
     def acted(self) -> bool:
-        return self.speed > 1.0 + 1e-6 or self.shorten_pauses or bool(self.dropped) or bool(self.skipped)
+        return (self.speed > 1.0 + 1e-6 or self.shorten_pauses or bool(self.dropped) or bool(self.skipped)
+                or self.relief)
 
 
 @dataclass
@@ -122,6 +142,7 @@ class PaceController:
     words_spoken: int = 0
     words_dropped: int = 0
     words_skipped: int = 0
+    relieving: bool = False  # the relief voice speaks until the lag is under condense_lag_s
     seconds_per_char: float | None = None  # the voice's pace at speed 1, observed (None: not yet)
     _recent_clauses: list[str] = field(default_factory=list)
 
@@ -131,13 +152,14 @@ class PaceController:
 
     def decide(
         self, words: list[Word], ready: float, listener_end: float, spoken: float | None,
-        queued: Sequence[tuple[str, float | None]] = (),
+        queued: Sequence[tuple[str, float | None]] = (), waited: float = 0.0, relief: bool = False,
     ) -> tuple[list[Word], PaceDecision]:
         """`ready`: when the piece can start to be synthesised; `listener_end`: when the listener
         finishes what is already scheduled; `spoken`: when the piece's first source word was
         spoken (None: unknown, only the backlog counts); `queued`: the words known behind the
         piece in speaking order (committed, then tentative), each with when its source word was
-        spoken."""
+        spoken; `waited`: how long the piece waited for the synthesiser to finish earlier pieces;
+        `relief`: whether a relief voice is there to speak it."""
         backlog = max(0.0, listener_end - ready)
         start = max(ready, listener_end)
         lag = start - spoken if spoken is not None else backlog
@@ -148,6 +170,9 @@ class PaceController:
         if c.skip_lag_s is not None and lag > c.skip_lag_s:
             self.words_skipped += len(words)
             return [], PaceDecision(round(self.speed, 3), lag, backlog, False, skipped=tuple(w.text for w in words))
+        self.relieving = relief and c.relief_lag_s is not None and (
+            lag > c.condense_lag_s if self.relieving else lag > c.relief_lag_s and waited >= RELIEF_WAIT_S
+        )
         excess = min(max(0.0, lag - c.target_lag_s), backlog)
         if c.look_ahead:
             excess = max(excess, self._queued_excess(words, start, backlog, queued))
@@ -160,7 +185,7 @@ class PaceController:
         self._remember(words)
         self.words_spoken += len(words) + len(dropped)
         behind = c.pause_ms > 0 and excess > 0
-        return words, PaceDecision(round(self.speed, 3), lag, backlog, behind, dropped)
+        return words, PaceDecision(round(self.speed, 3), lag, backlog, behind, dropped, relief=self.relieving)
 
     def observe(self, text: str, duration_s: float, speed: float) -> None:
         """A piece was synthesised: update the voice's seconds per character at speed 1."""

@@ -6,8 +6,11 @@ padding trimmed and its edges faded (`joins`), and emitted as one AudioChunk who
 `start`) is the computation-aware time its first sample became available. The listener placement
 (waiting for the previous chunk to finish) is the sink's job (`joins.ListenerTimeline`); the stage
 keeps the same timeline's arithmetic (`listener.ListenerSchedule`) to stamp each chunk with when
-the listener hears it (`play_start`) and to control its duration (`pace`): speed, pauses and
-condensation that keep the listener's lag bounded.
+the listener hears it (`play_start`) and to control its duration (`pace`): speed, pauses,
+condensation, a relief voice and skipping that keep the listener's lag bounded. The relief voice
+(`relief`, eSpeak NG by default) is a cheaper synthesiser that speaks while the main one is too
+far behind (`PaceConfig.relief_lag_s`); its audio is resampled to the main voice's rate, so every
+chunk of a stream has one rate.
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ import numpy as np
 
 from speech.channel import Channel, EndOfStream
 from speech.calls import model_call
+from speech.audio import resample
 from speech.clock import Clock, StageClock
+from speech.errors import UserError
 from speech.events import EventLog
 from speech.types import AudioChunk, TextUpdate
 
@@ -42,6 +47,7 @@ class TtsStage:
     synthesizer: Any  # speech.stage.Synthesizer
     clock: Clock
     log: EventLog
+    relief: Any = None  # a cheaper Synthesizer that speaks while the main one is too far behind (None: none)
     chunker: ChunkerConfig = field(default_factory=ChunkerConfig)
     joins: JoinConfig = field(default_factory=JoinConfig)
     pace: PaceConfig = field(default_factory=PaceConfig)
@@ -54,7 +60,8 @@ class TtsStage:
         self._schedule = ListenerSchedule(self.synthesizer.sample_rate, self.joins.fade_ms)
         self._pace = PaceController(voice_limited(self.pace, self.synthesizer))
         totals = {"compute_s": 0.0, "audio_s": 0.0, "chunks": 0, "skipped": 0, "controlled": 0,
-                  "faster": 0, "pauses_shortened": 0, "words_dropped": 0, "words_skipped": 0}
+                  "faster": 0, "pauses_shortened": 0, "words_dropped": 0, "words_skipped": 0,
+                  "relief_chunks": 0, "words_relief": 0}
         seq = 0
         tentative: list[tuple[str, float | None]] = []
         last_wall = 0.0  # wall time of the latest update: the end of stream's time on the simulated clock
@@ -88,8 +95,14 @@ class TtsStage:
     ) -> int:
         spoken = [t for t in piece.spoken_times if t is not None]
         ready = max(piece.ready_time, timer.now())
+        relieving = self._pace.relieving
         words, decision = self._pace.decide(list(piece.words), ready, self._schedule.end,
-                                            min(spoken) if spoken else None, behind)
+                                            min(spoken) if spoken else None, behind,
+                                            waited=ready - piece.ready_time, relief=self.relief is not None)
+        if decision.relief != relieving and not decision.skipped:
+            # the relief voice takes over (the main one is too far behind) or hands back
+            self.log.write("tts_voice", stage=self.name, voice="relief" if decision.relief else "main",
+                           lag_s=round(decision.lag_s, 3), waited_s=round(ready - piece.ready_time, 3))
         if decision.skipped:
             totals["skipped"] += 1
             totals["words_skipped"] += len(decision.skipped)
@@ -101,10 +114,12 @@ class TtsStage:
             totals["skipped"] += 1
             self.log.write("tts_skip", stage=self.name, text=piece.text, reason="nothing speakable")
             return seq
-        rate = self.synthesizer.sample_rate
+        voice = self.relief if decision.relief else self.synthesizer
+        speed = min(decision.speed, getattr(voice, "max_speed", None) or decision.speed)
+        rate = voice.sample_rate
         timer.begin(piece.ready_time)
         t0 = time.perf_counter()
-        stream = synthesize_at(self.synthesizer, text, decision.speed)
+        stream = synthesize_at(voice, text, speed)
         buffers: list[np.ndarray] = []
         marks: dict[int, float] = {}  # word of `text` -> seconds into its synthesis (the voice's word timing)
         first: float | None = None
@@ -121,6 +136,8 @@ class TtsStage:
         timer.end()
         totals["compute_s"] += time.perf_counter() - t0
         samples = np.concatenate(buffers) if buffers else np.zeros(0, np.float32)
+        if rate != self.synthesizer.sample_rate:  # the relief voice's audio, at the stream's one rate
+            samples, rate = resample(samples, rate, self.synthesizer.sample_rate), self.synthesizer.sample_rate
         cuts = pause_cuts(samples, rate, self.pace.pause_ms, self.joins.silence_db) if decision.shorten_pauses else []
         samples = cut(samples, cuts)
         lead = 0
@@ -134,12 +151,13 @@ class TtsStage:
             totals["skipped"] += 1
             self.log.write("tts_skip", stage=self.name, text=text, reason="silent synthesis")
             return seq
-        self._pace.observe(text, len(samples) / rate, decision.speed)
+        if not decision.relief:  # the pace the look-ahead predicts is the main voice's
+            self._pace.observe(text, len(samples) / rate, speed)
         play_start = self._schedule.place(first, len(samples))
         out = AudioChunk(samples, rate, start=first, seq=seq, wall_time=first, text=text, play_start=play_start)
         totals["audio_s"] += out.duration
         totals["chunks"] += 1
-        self._count(decision, totals)
+        self._count(decision, totals, len(words))
         self.log.audio(
             self.name, out,
             source_time=round(piece.source_time, 4),
@@ -151,7 +169,8 @@ class TtsStage:
             words=len(words),
             play_start=round(play_start, 4),
             word_times=word_times(words, piece, out.duration, offsets),
-            speed=decision.speed,
+            speed=speed,
+            **({"voice": "relief"} if decision.relief else {}),
             pace_lag_s=round(decision.lag_s, 3),
             backlog_s=round(decision.backlog_s, 3),
             **({"pauses_shortened": True} if decision.shorten_pauses else {}),
@@ -161,9 +180,11 @@ class TtsStage:
         return seq + 1
 
     @staticmethod
-    def _count(decision: PaceDecision, totals: dict) -> None:
+    def _count(decision: PaceDecision, totals: dict, words: int) -> None:
         totals["controlled"] += decision.acted
         totals["faster"] += decision.speed > 1.0 + 1e-6
+        totals["relief_chunks"] += decision.relief
+        totals["words_relief"] += words if decision.relief else 0
         totals["pauses_shortened"] += decision.shorten_pauses
         totals["words_dropped"] += len(decision.dropped)
         totals.setdefault("_speeds", []).append(decision.speed)
@@ -209,5 +230,27 @@ def build_stage(registry, config, clock: Clock, log: EventLog) -> TtsStage:
     from .backends import create_synthesizer
 
     synthesizer = create_synthesizer(registry, config.target, config.voice, **config.tts_options.engine)
-    return TtsStage(synthesizer, clock, log, chunker=chunker_config(config, synthesizer),
-                    pace=PaceConfig(**config.tts_options.pace))
+    pace = PaceConfig(**config.tts_options.pace)
+    return TtsStage(synthesizer, clock, log, relief=relief_voice(registry, config, pace),
+                    chunker=chunker_config(config, synthesizer), pace=pace)
+
+
+def relief_voice(registry, config, pace: PaceConfig) -> Any:
+    """The relief voice for `config.target` (`tts_options.relief_voice`), or None: when there is
+    none to use (the control is off, no relief level, the main voice is the relief voice itself) or
+    the default one is not installed. A relief voice the user names must load."""
+    from speech.options import TtsOptions
+
+    from .backends import create_synthesizer, synthesizer_name
+
+    name = (config.tts_options.relief_voice or "").strip()
+    if name.lower() in ("", "none") or not pace.control or pace.relief_lag_s is None:
+        return None
+    if synthesizer_name(config.target, name) == synthesizer_name(config.target, config.voice):
+        return None
+    if name != TtsOptions.relief_voice:  # named by the user
+        return create_synthesizer(registry, config.target, name)
+    try:
+        return create_synthesizer(registry, config.target, name)
+    except (UserError, RuntimeError, OSError):  # not installed: pieces too far behind are skipped instead
+        return None

@@ -44,6 +44,11 @@ function showLag(lag) {
   $("lag-p50").textContent = sorted[Math.floor((sorted.length - 1) / 2)].toFixed(2);
 }
 
+function countWords(id, text) {
+  const n = (text || "").split(/\s+/).filter(Boolean).length;
+  $(id).textContent = String(Number($(id).textContent) + n);
+}
+
 function play(meta, data) {
   if (meta.codec !== "pcm16") return; // the page asks for pcm16
   const pcm = new Int16Array(data);
@@ -115,6 +120,10 @@ function onMessage(msg) {
       if (!shown(event)) break;
       showText("target", event); if (event.committed.length) showLag(event.lag); break;
     case "audio": state.pendingAudio = event; break;
+    case "synthesis":  // spoken by the relief voice: the main voice fell too far behind the talk
+      if (shown(event) && event.voice === "relief") countWords("relief-words", event.text); break;
+    case "unspoken":  // too far behind even so: not spoken (the words are in the translation above)
+      if (shown(event)) countWords("unspoken-words", event.text); break;
     case "error": setStatus(`error (${event.code}): ${event.message}`, true); break;
     case "done":
       setStatus(event.reason === "speaker_disconnected" ? "done: the speaker disconnected" : "done");

@@ -345,13 +345,15 @@ class LiveSession:
         elif kind == "audio" and stage == "tts":
             heard = self._heard_lags(rec)
             lags = [lag for _, lag in heard]
-            self.stats.synthesis(target, lags)
+            relief = rec.get("voice") == "relief"  # the main voice was too far behind (tts.pace)
+            self.stats.synthesis(target, lags, int(rec.get("words") or 0) if relief else 0)
             for lag in lags:
                 self.hub.metrics.observe_listener_lag(lag)
             event = {"type": "synthesis", "target": target, "text": rec.get("text", ""), "start": rec.get("start"),
                      "duration": rec.get("duration"), "chunk": rec.get("seq"), "play_start": rec.get("play_start"),
                      "speed": rec.get("speed"), "lag": round(lags[0], 4) if lags else None,
-                     "word_lags": [round(x, 4) for x in lags], "word_heard": [round(t, 4) for t, _ in heard]}
+                     "word_lags": [round(x, 4) for x in lags], "word_heard": [round(t, 4) for t, _ in heard],
+                     **({"voice": "relief"} if relief else {})}
             self._publish(event, target=target)
         elif kind == "tts_skip" and rec.get("reason") == "behind":
             # the voice cannot keep up on this machine: the piece is not spoken (its text was sent)

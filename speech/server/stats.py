@@ -12,7 +12,8 @@ class SessionStats:
         self.targets = targets
         self.lags: dict[str, list[float]] = {"recognition": [], "translation": [], "synthesis": []}
         self.words = {"recognition": 0, "translation": 0}
-        self.per_target = {t: {"lags": [], "words": 0, "audio_out_s": 0.0, "frames": 0, "unspoken": 0} for t in targets}
+        self.per_target = {t: {"lags": [], "words": 0, "audio_out_s": 0.0, "frames": 0, "unspoken": 0,
+                                "relief": 0} for t in targets}
         self.audio_out_s = 0.0
         self.frames_out = 0
         self.compute_s = 0.0
@@ -27,11 +28,13 @@ class SessionStats:
             if committed and lag is not None:
                 branch["lags"].append(lag)
 
-    def synthesis(self, target: str | None, lags: list[float]) -> None:
-        """The listener lags of one synthesised chunk's words (hearing a word - its source spoken)."""
+    def synthesis(self, target: str | None, lags: list[float], relief_words: int = 0) -> None:
+        """The listener lags of one synthesised chunk's words (hearing a word - its source spoken);
+        `relief_words`: its words, when the relief voice spoke it (tts.pace)."""
         self.lags["synthesis"] += lags
         if target in self.per_target:
             self.per_target[target].setdefault("listener_lags", []).extend(lags)
+            self.per_target[target]["relief"] += relief_words
 
     def unspoken(self, target: str | None, words: int) -> None:
         """Translated words the voice skipped: it fell too far behind the talk (tts.pace)."""
@@ -74,7 +77,8 @@ class SessionStats:
                     "translation_lag_p90": _pct(b["lags"], 90), "audio_out_s": round(b["audio_out_s"], 4),
                     "synthesis_lag_p50": _pct(b.get("listener_lags", []), 50),
                     "synthesis_lag_p90": _pct(b.get("listener_lags", []), 90),
-                    "audio_frames_out": b["frames"], "words_unspoken": b["unspoken"]}
+                    "audio_frames_out": b["frames"], "words_unspoken": b["unspoken"],
+                    "words_relief": b["relief"]}
                 for t, b in self.per_target.items()
             },
             "compute_s": round(self.compute_s, 4),

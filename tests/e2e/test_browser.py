@@ -95,6 +95,8 @@ async def page_state(devtools_port: int, timeout: float) -> dict:
         audioSeconds: +document.getElementById('audio-seconds').textContent,
         sent: +document.getElementById('sent-seconds').textContent,
         lag: document.getElementById('lag').textContent,
+        relief: +document.getElementById('relief-words').textContent,
+        unspoken: +document.getElementById('unspoken-words').textContent,
         done: document.body.dataset.done === '1'})"""
     async with connect(page["webSocketDebuggerUrl"], max_size=None) as ws:
         deadline = time.monotonic() + timeout
@@ -118,7 +120,7 @@ async def page_state(devtools_port: int, timeout: float) -> dict:
         return state
 
 
-def run_page(pipeline_args: list[str], clip: str, seconds: float, timeout: float) -> tuple[dict, str]:
+def run_page(pipeline_args: list[str], clip: str, seconds: float, timeout: float, target: str = "es") -> tuple[dict, str]:
     import soundfile as sf
 
     env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "PYTHONPATH": str(REPO)}
@@ -129,7 +131,7 @@ def run_page(pipeline_args: list[str], clip: str, seconds: float, timeout: float
         server, port = start_server(pipeline_args, env)
         browser = None
         try:
-            url = f"http://127.0.0.1:{port}/?autostart=1&seconds={seconds}&source=en&target=es"
+            url = f"http://127.0.0.1:{port}/?autostart=1&seconds={seconds}&source=en&target={target}"
             browser, devtools = start_chromium(url, wav, Path(tmp) / "profile")
             state = asyncio.run(page_state(devtools, timeout))
         finally:
@@ -151,6 +153,19 @@ def test_page_shows_translation_and_plays_audio_fake_pipeline():
     assert state["frames"] == len(words) and state["audioSeconds"] > 0.4
     assert state["tentativeStyle"] == "italic"
     assert 2.5 <= state["sent"] <= 4.0
+
+
+@pytest.mark.parametrize("behind", ["relief", "unspoken"])
+def test_page_counts_the_words_a_voice_too_far_behind_could_not_say_fake_pipeline(behind):
+    """The fake voice has every other word spoken by the relief voice, or leaves it unspoken."""
+    require_data(FLEURS)
+    state, err = run_page(["--pipeline", "tests.unit.test_server_fakes:make_fake_factory", "--warm-up", "none"],
+                          "fleurs-en-001.ogg", seconds=3, timeout=40, target=f"es-{behind}")
+    assert state.get("done"), f"page never finished: {state} / server: {err[-1500:]}"
+    words = state["target"].split()
+    assert len(words) >= 5 and state[behind] == len(words) // 2, state
+    assert state["relief" if behind == "unspoken" else "unspoken"] == 0
+    assert state["frames"] == (len(words) if behind == "relief" else len(words) - len(words) // 2)
 
 
 @pytest.mark.slow

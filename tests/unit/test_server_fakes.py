@@ -112,9 +112,11 @@ class FakeTts:
     name = "tts"
     rate = 22050
 
-    def __init__(self, log: EventLog, clock, skip_odd: bool = False):
+    def __init__(self, log: EventLog, clock, odd_words: str = ""):
         self.log, self.clock = log, clock
-        self.skip_odd = skip_odd  # leave every other word unspoken, as a voice too far behind does
+        # "unspoken": leave every other word unspoken, as a voice too far behind does; "relief":
+        # speak it with the relief voice, as a voice too far behind with a relief voice does
+        self.odd_words = odd_words
 
     async def run(self, inbox, outbox) -> None:
         start = 0.0
@@ -124,7 +126,8 @@ class FakeTts:
         schedule = ListenerSchedule(self.rate)
         async for update in inbox:
             for word in update.committed:
-                if self.skip_odd and int(word.text.strip("Ww") or 0) % 2:
+                odd = bool(int(word.text.strip("Ww") or 0) % 2)
+                if self.odd_words == "unspoken" and odd:
                     self.log.write("tts_skip", stage="tts", text=word.text, reason="behind", lag_s=16.0, words=1)
                     continue
                 now = self.clock.now()
@@ -132,7 +135,8 @@ class FakeTts:
                 chunk = AudioChunk(tone, self.rate, start, seq, wall_time=now, text=word.text, play_start=play)
                 # the word renders source spoken just before the update's source time
                 self.log.audio("tts", chunk, source_time=update.source_time, sample_rate=self.rate, play_start=play,
-                               word_times=[[word.text, max(0.0, update.source_time - 0.1), 0.0]])
+                               word_times=[[word.text, max(0.0, update.source_time - 0.1), 0.0]], words=1,
+                               **({"voice": "relief"} if self.odd_words == "relief" and odd else {}))
                 await outbox.put(chunk)
                 start += chunk.duration
                 seq += 1
@@ -142,7 +146,8 @@ def fake_pipeline(hello, source, sink, clock, log) -> Session:
     """`sink`: one sink, or one per target (the server passes a mapping). With several targets the
     session is a tree (one recogniser, one FakeMt -> FakeTts branch per target, records naming their
     target); a target ending in "-lag" makes its branch's translator take 50 ms per update, one ending
-    in "-unspoken" leaves every other word unspoken."""
+    in "-unspoken" leaves every other word unspoken, one ending in "-relief" has the relief voice speak
+    every other word."""
     targets = hello.all_targets
     boom = 1.0 if hello.target.endswith("-boom") else None
     cost = 0.05 if hello.target.endswith("-slow") else 0.0
@@ -153,7 +158,8 @@ def fake_pipeline(hello, source, sink, clock, log) -> Session:
     if len(targets) == 1:
         fault = next((f for f in ("hang", "raise") if hello.target.endswith("-" + f)), None)
         mt = FaultyMt(log, clock, fault, RELEASE_HUNG_CALLS) if fault else FakeMt(log, clock)
-        tts = FakeTts(log, clock, skip_odd=hello.target.endswith("-unspoken"))
+        odd = next((m for m in ("unspoken", "relief") if hello.target.endswith("-" + m)), "")
+        tts = FakeTts(log, clock, odd_words=odd)
         return Session([asr, mt, tts], source, sinks[targets[0]], clock=clock, log=log)
     branches = []
     for target in targets:

@@ -90,6 +90,19 @@ def test_words_the_voice_leaves_unspoken_reach_the_client_and_the_summary():
     assert res.done["summary"]["targets"]["es-unspoken"]["words_unspoken"] == 3
 
 
+def test_words_the_relief_voice_speaks_are_marked_for_the_client_and_counted_in_the_summary():
+    async def main():
+        async with server() as srv:
+            return await stream_audio(srv.url, tone(3.0, 48000), 48000, "en", "es-relief", speed=0)
+
+    res = run(main())
+    synthesis = [e for e in res.events if e["type"] == "synthesis"]
+    assert [e["text"] for e in synthesis if e.get("voice") == "relief"] == ["W1", "W3", "W5"]
+    assert len(synthesis) == 6 and not [e for e in res.events if e["type"] == "unspoken"]
+    target = res.done["summary"]["targets"]["es-relief"]
+    assert target["words_relief"] == 3 and target["words_unspoken"] == 0
+
+
 def test_end_mid_word_delivers_every_committed_word_before_done():
     async def main():
         async with server() as srv:

@@ -4,6 +4,7 @@ longer than its source: backlog grows -> speed rises -> backlog bounded; idle li
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -52,10 +53,11 @@ def talk(seconds: float, words_per_s: float, pause_every: int = 0) -> list[TextU
     return out
 
 
-async def run(updates, pace: PaceConfig, voice=None):
+async def run(updates, pace: PaceConfig, voice=None, relief=None):
     voice = voice or SlowVoice()
     log = EventLog()
-    stage = TtsStage(voice, SimulatedClock(), log, chunker=ChunkerConfig(min_words=2, max_words=4, timeout_s=0.5), pace=pace)
+    stage = TtsStage(voice, SimulatedClock(), log, relief=relief,
+                     chunker=ChunkerConfig(min_words=2, max_words=4, timeout_s=0.5), pace=pace)
     inbox: Channel[TextUpdate] = Channel(len(updates) + 1)
     outbox: Channel[AudioChunk] = Channel(10_000)
     for u in updates:
@@ -318,8 +320,67 @@ def test_a_voice_slower_than_the_talk_skips_pieces_instead_of_falling_behind(mon
     assert stats["words_skipped"] == sum(s["words"] for s in skips) and 0 < stats["words_skipped"] < 120
 
 
+def test_the_relief_voice_takes_over_only_when_the_synthesiser_holds_the_piece_back():
+    c = PaceController(PaceConfig(relief_lag_s=10.0, condense_lag_s=6.0, skip_lag_s=15.0))
+    words = [Word("a"), Word("b")]
+    _, d = c.decide(words, ready=31.0, listener_end=20.0, spoken=20.0, waited=0.2, relief=True)
+    assert not d.relief  # 11 s late, but not for want of the voice: the recogniser or translator was late
+    _, d = c.decide(words, ready=31.0, listener_end=20.0, spoken=20.0, waited=3.0, relief=False)
+    assert not d.relief  # no relief voice to take over
+    _, d = c.decide(words, ready=31.0, listener_end=20.0, spoken=20.0, waited=3.0, relief=True)
+    assert d.relief and d.acted
+    _, d = c.decide(words, ready=38.0, listener_end=30.0, spoken=30.5, waited=0.0, relief=True)
+    assert d.relief  # 7.5 s: still above the condensation level, the relief voice goes on
+    _, d = c.decide(words, ready=38.0, listener_end=30.0, spoken=32.5, waited=0.0, relief=True)
+    assert not d.relief and not c.relieving  # 5.5 s: the main voice again
+    _, d = c.decide(words, ready=50.0, listener_end=20.0, spoken=30.0, waited=9.0, relief=True)
+    assert d.skipped and not d.relief  # above the skip level the piece is skipped, relief or not
+
+
+class CheapVoice(SlowVoice):
+    """SlowVoice at another sample rate, synthesising at no compute: a relief voice."""
+
+    sample_rate = 2 * RATE
+    max_speed = 1.25
+
+    def synthesize(self, text: str, speed: float = 1.0):
+        self.speeds.append(speed)
+        t = np.arange(int(self.sample_rate * WORD_S * len(text.split()) / speed)) / self.sample_rate
+        yield AudioChunk((0.2 * np.sin(2 * np.pi * 300 * t)).astype(np.float32), self.sample_rate, text=text)
+
+
+def test_a_relief_voice_keeps_every_word_heard_when_the_main_voice_is_slower_than_the_talk(monkeypatch):
+    """The talk of the skipping test, with a relief voice: no piece is skipped, the listener stays
+    near the relief level, the main voice takes over again, and every chunk has the main rate."""
+    import speech.clock
+    import speech.tts.stage
+
+    counter = [0.0]
+    fake_time = type("T", (), {"perf_counter": staticmethod(lambda: counter[0])})
+    monkeypatch.setattr(speech.clock, "time", fake_time)
+    monkeypatch.setattr(speech.tts.stage, "time", fake_time)
+    relief = CheapVoice()
+    records, chunks, _ = asyncio.run(run(talk(60, 2.0), PaceConfig(max_speed=1.6), ComputeBoundVoice(counter, 1.0),
+                                         relief=relief))
+    audio = [r for r in records if r["kind"] == "audio"]
+    lags = [w.lag for w in heard_words(audio)]
+    assert max(lags) < 10.0 + 4 * 1.0 + 2.5  # the relief level, one piece's compute and its speech
+    assert not [r for r in records if r["kind"] == "tts_skip"]
+    stats = next(r for r in records if r["kind"] == "stats")
+    assert stats["words_skipped"] == 0 and sum(r["words"] for r in audio) + stats["words_dropped"] == 120
+    spoken_by = [r.get("voice", "main") for r in audio]
+    assert "relief" in spoken_by and spoken_by.count("relief") == stats["relief_chunks"]
+    assert stats["words_relief"] == sum(r["words"] for r in audio if r.get("voice") == "relief")
+    switches = [r["voice"] for r in records if r["kind"] == "tts_voice"]
+    assert switches[:2] == ["relief", "main"]  # it hands back once the lag is under the condensation level
+    assert all(r["speed"] <= relief.max_speed for r in audio if r.get("voice") == "relief")
+    assert {c.sample_rate for c in chunks} == {RATE}
+
+
 @pytest.mark.parametrize("kwargs, words", [
     ({"condense_lag_s": 6.0, "skip_lag_s": 5.0}, "skip lag"),
+    ({"condense_lag_s": 6.0, "relief_lag_s": 5.0}, "relief lag"),
+    ({"relief_lag_s": 16.0, "skip_lag_s": 15.0}, "relief lag"),
     ({"max_speed": 0.9}, "between 1 and 2.5"),
     ({"max_speed": 2.6}, "between 1 and 2.5"),
     ({"target_lag_s": -1}, "target lag must be >= 0"),
@@ -388,7 +449,7 @@ def test_lag_parts_add_up_to_the_lag_and_the_queue_holds_the_backlog():
     assert lag_parts(audio, above=max(lags)) == {}  # no word above the largest lag
 
 
-def test_the_target_lag_flag_moves_the_condensation_and_skip_levels_with_it():
+def test_the_target_lag_flag_moves_the_condensation_relief_and_skip_levels_with_it():
     import argparse
 
     from speech.errors import UserError
@@ -398,6 +459,41 @@ def test_the_target_lag_flag_moves_the_condensation_and_skip_levels_with_it():
     add_pace_arguments(parser)
     assert PaceConfig(**pace_options(parser.parse_args([]))).skip_lag_s == 15.0
     far = PaceConfig(**pace_options(parser.parse_args(["--target-lag", "20"])))
-    assert (far.condense_lag_s, far.skip_lag_s) == (23.0, 32.0)  # above the defaults, still in order
+    assert (far.condense_lag_s, far.relief_lag_s, far.skip_lag_s) == (23.0, 27.0, 32.0)  # in order
     with pytest.raises(UserError, match="--target-lag"):
         pace_options(parser.parse_args(["--target-lag", "-1"]))
+
+
+def test_the_relief_voice_is_espeak_where_installed_none_when_asked_and_a_named_one_must_load(monkeypatch):
+    import speech.tts.backends as backends
+    from speech.errors import UserError
+    from speech.options import TtsOptions
+    from speech.tts.stage import relief_voice
+
+    made = []
+
+    def create(registry, language, voice="default", **options):
+        if voice == "missing":
+            raise UserError(f"voice {voice!r} is not installed")
+        made.append((language, voice))
+        return f"{voice}:{language}"
+
+    monkeypatch.setattr(backends, "create_synthesizer", create)
+
+    def relief(voice="kokoro", named="espeak", **pace):
+        config = SimpleNamespace(target="pt", voice=voice, tts_options=TtsOptions(relief_voice=named))
+        return relief_voice(None, config, PaceConfig(**pace))
+
+    assert relief() == "espeak:pt" and made == [("pt", "espeak")]
+    assert relief(named="none") is None and relief(named="") is None
+    assert relief(voice="espeak:pt-br") is None  # the main voice is eSpeak NG already
+    assert relief(control=False) is None and relief(relief_lag_s=None) is None
+    assert relief(named="pico") == "pico:pt"
+    with pytest.raises(UserError, match="missing"):
+        relief(named="missing")  # named by the user: it must load
+
+    def not_installed(*a, **k):
+        raise RuntimeError("synthesizer 'espeak' needs the Python package 'espeakng_loader'")
+
+    monkeypatch.setattr(backends, "create_synthesizer", not_installed)
+    assert relief() is None  # the default one is optional: pieces too far behind are skipped instead
