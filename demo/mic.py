@@ -282,9 +282,10 @@ async def _main(args: argparse.Namespace) -> int:
     print(f"\nheard: {' '.join(display.committed['asr'])}\nsaid:  {' '.join(display.committed['mt'])}", flush=True)
     spoken = sum(len(x) for x in output) / out_rate[0] if out_rate[0] else 0.0
     print(f"{spoken:.1f} s of translated speech", file=sys.stderr)
-    if behind["relief"] or behind["unspoken"]:
-        print(f"the voice fell behind the talk: {behind['relief']} words spoken by the relief voice, "
-              f"{behind['unspoken']} not spoken (try a lighter --voice)", file=sys.stderr)
+    from ..tts.stage import fell_behind
+
+    if note := fell_behind(behind["relief"], behind["unspoken"]):
+        print(note, file=sys.stderr)
     if dropped[0]:
         print(f"dropped {dropped[0]:.1f} s of microphone audio: the pipeline fell behind "
               "(try a faster --asr-model)", file=sys.stderr)

@@ -253,6 +253,7 @@ def run(args: argparse.Namespace) -> int:
         _play(result.samples, result.sample_rate)
     if not args.quiet:
         from .eval.listener import listener_latency
+        from .tts.stage import fell_behind
 
         for target, result in results.items():
             output = outputs[target]
@@ -264,6 +265,9 @@ def run(args: argparse.Namespace) -> int:
                 lags = f"; listener lag p50 {heard['lag_p50']:.1f} s, p90 {heard['lag_p90']:.1f} s" if "lag_p50" in heard else ""
                 print(f"the listener hears the first word {heard['StartOffset']:.2f} s after the speaker began and the "
                       f"last {heard['EndOffset']:.2f} s after the speaker stopped{lags}")
+            stats = next((r for r in records if r.get("kind") == "stats" and r.get("stage") == "tts"), {})
+            if note := fell_behind(stats.get("words_relief", 0), stats.get("words_skipped", 0)):
+                print(note)
             label = "spoken" if len(targets) == 1 else f"spoken ({target})"
             print(f"{label}: {result.text or f'nothing (no speech was recognised in {args.input})'}", file=sys.stdout)
     return 0

@@ -190,6 +190,14 @@ class TtsStage:
         totals.setdefault("_speeds", []).append(decision.speed)
 
 
+def fell_behind(relief_words: int, unspoken_words: int) -> str:
+    """One line for a user whose voice could not say every word in time ("" when it could)."""
+    if not relief_words and not unspoken_words:
+        return ""
+    return (f"the voice fell behind the talk: {relief_words} words spoken by the relief voice, "
+            f"{unspoken_words} not spoken (try a lighter --voice)")
+
+
 def queued(pieces: list[SpeechPiece], chunker: TextChunker) -> list[tuple[str, float | None]]:
     """The words committed behind a piece, in speaking order: those of the pieces after it and
     those the chunker holds, each with when its source word was spoken."""
