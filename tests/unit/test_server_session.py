@@ -77,12 +77,17 @@ def test_stream_delivers_text_audio_and_done_last():
     assert metrics.sessions_active == 0 and metrics.sessions_completed == 1
 
 
-def test_words_the_voice_leaves_unspoken_reach_the_client_and_the_summary():
+def speak_tone_to(target: str):
+    """3 s of tone through the fake server into `target` (fake words W0-W5)."""
     async def main():
         async with server() as srv:
-            return await stream_audio(srv.url, tone(3.0, 48000), 48000, "en", "es-unspoken", speed=0)
+            return await stream_audio(srv.url, tone(3.0, 48000), 48000, "en", target, speed=0)
 
-    res = run(main())
+    return run(main())
+
+
+def test_words_the_voice_leaves_unspoken_reach_the_client_and_the_summary():
+    res = speak_tone_to("es-unspoken")
     unspoken = [e for e in res.events if e["type"] == "unspoken"]
     assert [e["text"] for e in unspoken] == ["W1", "W3", "W5"] and all(e["lag"] == 16.0 for e in unspoken)
     assert res.committed("translation") == [f"W{i}" for i in range(6)]  # the text keeps every word
@@ -91,11 +96,7 @@ def test_words_the_voice_leaves_unspoken_reach_the_client_and_the_summary():
 
 
 def test_words_the_relief_voice_speaks_are_marked_for_the_client_and_counted_in_the_summary():
-    async def main():
-        async with server() as srv:
-            return await stream_audio(srv.url, tone(3.0, 48000), 48000, "en", "es-relief", speed=0)
-
-    res = run(main())
+    res = speak_tone_to("es-relief")
     synthesis = [e for e in res.events if e["type"] == "synthesis"]
     assert [e["text"] for e in synthesis if e.get("voice") == "relief"] == ["W1", "W3", "W5"]
     assert len(synthesis) == 6 and not [e for e in res.events if e["type"] == "unspoken"]
