@@ -4,7 +4,6 @@ longer than its source: backlog grows -> speed rises -> backlog bounded; idle li
 from __future__ import annotations
 
 import asyncio
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -270,113 +269,6 @@ def test_shorten_pauses_cuts_inner_silences_only():
     assert np.allclose(y[: len(pad) + len(tone)], x[: len(pad) + len(tone)])  # leading padding kept
 
 
-def test_a_piece_too_far_behind_is_skipped_whole_and_nothing_else_is():
-    c = PaceController(PaceConfig(skip_lag_s=15.0))
-    kept, d = c.decide([Word("a"), Word("b")], ready=30.0, listener_end=20.0, spoken=14.0)
-    assert kept == [] and d.skipped == ("a", "b") and d.acted and c.words_skipped == 2
-    kept, d = c.decide([Word("c")], ready=30.0, listener_end=20.0, spoken=16.0)  # 14 s: spoken
-    assert [w.text for w in kept] == ["c"] and d.skipped == ()
-    off = PaceController(PaceConfig(control=False))
-    kept, d = off.decide([Word("a")], ready=60.0, listener_end=20.0, spoken=1.0)
-    assert kept and d.skipped == ()  # control off: every piece at the voice's own rate
-
-
-class ComputeBoundVoice(SlowVoice):
-    """SlowVoice whose synthesis costs COMPUTE_S of (virtual) compute per word: slower than the talk."""
-
-    def __init__(self, counter: list[float], compute_s: float) -> None:
-        super().__init__()
-        self.counter, self.compute_s = counter, compute_s
-
-    def synthesize(self, text: str, speed: float = 1.0):
-        self.counter[0] += self.compute_s * len(text.split())
-        yield from super().synthesize(text, speed)
-
-
-def test_a_voice_slower_than_the_talk_skips_pieces_instead_of_falling_behind(monkeypatch):
-    """2 words/s, each costing 1 s to synthesise: without skipping the lag grows with the talk;
-    with it the listener stays within the skip level, and the skipped words are logged."""
-    import speech.clock
-    import speech.tts.stage
-
-    counter = [0.0]
-    fake_time = type("T", (), {"perf_counter": staticmethod(lambda: counter[0])})
-    monkeypatch.setattr(speech.clock, "time", fake_time)
-    monkeypatch.setattr(speech.tts.stage, "time", fake_time)
-    updates = talk(60, 2.0)
-
-    def lags(skip):
-        records, _, _ = asyncio.run(run(updates, PaceConfig(max_speed=1.6, skip_lag_s=skip),
-                                        ComputeBoundVoice(counter, 1.0)))
-        words = heard_words([r for r in records if r["kind"] == "audio"])
-        return [w.lag for w in words], [r for r in records if r["kind"] == "tts_skip"], records
-
-    unbounded, none_skipped, _ = lags(None)
-    assert max(unbounded) > 40 and not none_skipped
-    bounded, skips, records = lags(15.0)
-    assert max(bounded) < 15.0 + 4 * 1.0 + 2.5  # the skip level, one piece's compute and its speech
-    assert skips and all(s["reason"] == "behind" and s["lag_s"] > 15.0 for s in skips)
-    stats = next(r for r in records if r["kind"] == "stats")
-    assert stats["words_skipped"] == sum(s["words"] for s in skips) and 0 < stats["words_skipped"] < 120
-
-
-def test_the_relief_voice_takes_over_only_when_the_synthesiser_holds_the_piece_back():
-    c = PaceController(PaceConfig(relief_lag_s=10.0, condense_lag_s=6.0, skip_lag_s=15.0))
-    words = [Word("a"), Word("b")]
-    _, d = c.decide(words, ready=31.0, listener_end=20.0, spoken=20.0, waited=0.2, relief=True)
-    assert not d.relief  # 11 s late, but not for want of the voice: the recogniser or translator was late
-    _, d = c.decide(words, ready=31.0, listener_end=20.0, spoken=20.0, waited=3.0, relief=False)
-    assert not d.relief  # no relief voice to take over
-    _, d = c.decide(words, ready=31.0, listener_end=20.0, spoken=20.0, waited=3.0, relief=True)
-    assert d.relief and d.acted
-    _, d = c.decide(words, ready=38.0, listener_end=30.0, spoken=30.5, waited=0.0, relief=True)
-    assert d.relief  # 7.5 s: still above the condensation level, the relief voice goes on
-    _, d = c.decide(words, ready=38.0, listener_end=30.0, spoken=32.5, waited=0.0, relief=True)
-    assert not d.relief and not c.relieving  # 5.5 s: the main voice again
-    _, d = c.decide(words, ready=50.0, listener_end=20.0, spoken=30.0, waited=9.0, relief=True)
-    assert d.skipped and not d.relief  # above the skip level the piece is skipped, relief or not
-
-
-class CheapVoice(SlowVoice):
-    """SlowVoice at another sample rate, synthesising at no compute: a relief voice."""
-
-    sample_rate = 2 * RATE
-    max_speed = 1.25
-
-    def synthesize(self, text: str, speed: float = 1.0):
-        self.speeds.append(speed)
-        t = np.arange(int(self.sample_rate * WORD_S * len(text.split()) / speed)) / self.sample_rate
-        yield AudioChunk((0.2 * np.sin(2 * np.pi * 300 * t)).astype(np.float32), self.sample_rate, text=text)
-
-
-def test_a_relief_voice_keeps_every_word_heard_when_the_main_voice_is_slower_than_the_talk(monkeypatch):
-    """The talk of the skipping test, with a relief voice: no piece is skipped, the listener stays
-    near the relief level, the main voice takes over again, and every chunk has the main rate."""
-    import speech.clock
-    import speech.tts.stage
-
-    counter = [0.0]
-    fake_time = type("T", (), {"perf_counter": staticmethod(lambda: counter[0])})
-    monkeypatch.setattr(speech.clock, "time", fake_time)
-    monkeypatch.setattr(speech.tts.stage, "time", fake_time)
-    relief = CheapVoice()
-    records, chunks, _ = asyncio.run(run(talk(60, 2.0), PaceConfig(max_speed=1.6), ComputeBoundVoice(counter, 1.0),
-                                         relief=relief))
-    audio = [r for r in records if r["kind"] == "audio"]
-    lags = [w.lag for w in heard_words(audio)]
-    assert max(lags) < 10.0 + 4 * 1.0 + 2.5  # the relief level, one piece's compute and its speech
-    assert not [r for r in records if r["kind"] == "tts_skip"]
-    stats = next(r for r in records if r["kind"] == "stats")
-    assert stats["words_skipped"] == 0 and sum(r["words"] for r in audio) + stats["words_dropped"] == 120
-    spoken_by = [r.get("voice", "main") for r in audio]
-    assert "relief" in spoken_by and spoken_by.count("relief") == stats["relief_chunks"]
-    assert stats["words_relief"] == sum(r["words"] for r in audio if r.get("voice") == "relief")
-    switches = [r["voice"] for r in records if r["kind"] == "tts_voice"]
-    assert switches[:2] == ["relief", "main"]  # it hands back once the lag is under the condensation level
-    assert all(r["speed"] <= relief.max_speed for r in audio if r.get("voice") == "relief")
-    assert {c.sample_rate for c in chunks} == {RATE}
-
-
 @pytest.mark.parametrize("kwargs, words", [
     ({"condense_lag_s": 6.0, "skip_lag_s": 5.0}, "skip lag"),
     ({"condense_lag_s": 6.0, "relief_lag_s": 5.0}, "relief lag"),
@@ -462,38 +354,3 @@ def test_the_target_lag_flag_moves_the_condensation_relief_and_skip_levels_with_
     assert (far.condense_lag_s, far.relief_lag_s, far.skip_lag_s) == (23.0, 27.0, 32.0)  # in order
     with pytest.raises(UserError, match="--target-lag"):
         pace_options(parser.parse_args(["--target-lag", "-1"]))
-
-
-def test_the_relief_voice_is_espeak_where_installed_none_when_asked_and_a_named_one_must_load(monkeypatch):
-    import speech.tts.backends as backends
-    from speech.errors import UserError
-    from speech.options import TtsOptions
-    from speech.tts.stage import relief_voice
-
-    made = []
-
-    def create(registry, language, voice="default", **options):
-        if voice == "missing":
-            raise UserError(f"voice {voice!r} is not installed")
-        made.append((language, voice))
-        return f"{voice}:{language}"
-
-    monkeypatch.setattr(backends, "create_synthesizer", create)
-
-    def relief(voice="kokoro", named="espeak", **pace):
-        config = SimpleNamespace(target="pt", voice=voice, tts_options=TtsOptions(relief_voice=named))
-        return relief_voice(None, config, PaceConfig(**pace))
-
-    assert relief() == "espeak:pt" and made == [("pt", "espeak")]
-    assert relief(named="none") is None and relief(named="") is None
-    assert relief(voice="espeak:pt-br") is None  # the main voice is eSpeak NG already
-    assert relief(control=False) is None and relief(relief_lag_s=None) is None
-    assert relief(named="pico") == "pico:pt"
-    with pytest.raises(UserError, match="missing"):
-        relief(named="missing")  # named by the user: it must load
-
-    def not_installed(*a, **k):
-        raise RuntimeError("synthesizer 'espeak' needs the Python package 'espeakng_loader'")
-
-    monkeypatch.setattr(backends, "create_synthesizer", not_installed)
-    assert relief() is None  # the default one is optional: pieces too far behind are skipped instead
