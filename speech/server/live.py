@@ -347,6 +347,8 @@ class LiveSession:
             lags = [lag for _, lag in heard]
             relief = rec.get("voice") == "relief"  # the main voice was too far behind (tts.pace)
             self.stats.synthesis(target, lags, int(rec.get("words") or 0) if relief else 0)
+            if relief:
+                self.hub.metrics.voice_behind["relief"] += int(rec.get("words") or 0)
             for lag in lags:
                 self.hub.metrics.observe_listener_lag(lag)
             event = {"type": "synthesis", "target": target, "text": rec.get("text", ""), "start": rec.get("start"),
@@ -358,6 +360,7 @@ class LiveSession:
         elif kind == "tts_skip" and rec.get("reason") == "behind":
             # the voice cannot keep up on this machine: the piece is not spoken (its text was sent)
             self.stats.unspoken(target, int(rec.get("words") or 0))
+            self.hub.metrics.voice_behind["unspoken"] += int(rec.get("words") or 0)
             self._publish({"type": "unspoken", "target": target, "text": rec.get("text", ""),
                            "lag": rec.get("lag_s")}, target=target)
         elif kind == "stats":

@@ -21,6 +21,8 @@ class Metrics:
     listeners_total: int = 0
     rejected: Counter = field(default_factory=Counter)  # busy, unauthorized, ...
     errors: Counter = field(default_factory=Counter)  # by error code
+    # translated words a voice too slow for the machine left to the relief voice or unspoken (tts.pace)
+    voice_behind: Counter = field(default_factory=Counter)
     audio_in_s: float = 0.0
     audio_out_s: float = 0.0
     recent_lags: deque = field(default_factory=lambda: deque(maxlen=2000))
@@ -51,6 +53,7 @@ class Metrics:
             "listeners_total": self.listeners_total,
             "rejected": dict(self.rejected),
             "errors": dict(self.errors),
+            "words_voice_behind": {"relief": self.voice_behind["relief"], "unspoken": self.voice_behind["unspoken"]},
             "audio_in_s": round(self.audio_in_s, 3),
             "audio_out_s": round(self.audio_out_s, 3),
             "lag_s": {"p50": _r(percentile(lags, 50)), "p90": _r(percentile(lags, 90)), "count": len(lags)},

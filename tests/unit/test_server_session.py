@@ -78,30 +78,34 @@ def test_stream_delivers_text_audio_and_done_last():
 
 
 def speak_tone_to(target: str):
-    """3 s of tone through the fake server into `target` (fake words W0-W5)."""
+    """3 s of tone through the fake server into `target` (fake words W0-W5); the result and the
+    server's /metrics after it."""
     async def main():
         async with server() as srv:
-            return await stream_audio(srv.url, tone(3.0, 48000), 48000, "en", target, speed=0)
+            res = await stream_audio(srv.url, tone(3.0, 48000), 48000, "en", target, speed=0)
+            return res, srv.metrics.to_json()
 
     return run(main())
 
 
 def test_words_the_voice_leaves_unspoken_reach_the_client_and_the_summary():
-    res = speak_tone_to("es-unspoken")
+    res, metrics = speak_tone_to("es-unspoken")
     unspoken = [e for e in res.events if e["type"] == "unspoken"]
     assert [e["text"] for e in unspoken] == ["W1", "W3", "W5"] and all(e["lag"] == 16.0 for e in unspoken)
     assert res.committed("translation") == [f"W{i}" for i in range(6)]  # the text keeps every word
     assert len([e for e in res.events if e["type"] == "synthesis"]) == 3
     assert res.done["summary"]["targets"]["es-unspoken"]["words_unspoken"] == 3
+    assert metrics["words_voice_behind"] == {"relief": 0, "unspoken": 3}
 
 
 def test_words_the_relief_voice_speaks_are_marked_for_the_client_and_counted_in_the_summary():
-    res = speak_tone_to("es-relief")
+    res, metrics = speak_tone_to("es-relief")
     synthesis = [e for e in res.events if e["type"] == "synthesis"]
     assert [e["text"] for e in synthesis if e.get("voice") == "relief"] == ["W1", "W3", "W5"]
     assert len(synthesis) == 6 and not [e for e in res.events if e["type"] == "unspoken"]
     target = res.done["summary"]["targets"]["es-relief"]
     assert target["words_relief"] == 3 and target["words_unspoken"] == 0
+    assert metrics["words_voice_behind"] == {"relief": 3, "unspoken": 0}
 
 
 def test_end_mid_word_delivers_every_committed_word_before_done():
