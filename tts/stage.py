@@ -115,7 +115,9 @@ class TtsStage:
             self.log.write("tts_skip", stage=self.name, text=piece.text, reason="nothing speakable")
             return seq
         voice = self.relief if decision.relief else self.synthesizer
-        speed = min(decision.speed, getattr(voice, "max_speed", None) or decision.speed)
+        speed = decision.speed  # the main voice's: its limit or the user's --max-speed (voice_limited)
+        if decision.relief:  # the relief voice's own limit
+            speed = min(speed, getattr(voice, "max_speed", None) or speed)
         rate = voice.sample_rate
         timer.begin(piece.ready_time)
         t0 = time.perf_counter()

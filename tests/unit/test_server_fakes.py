@@ -126,7 +126,7 @@ class FakeTts:
         schedule = ListenerSchedule(self.rate)
         async for update in inbox:
             for word in update.committed:
-                odd = bool(int(word.text.strip("Ww") or 0) % 2)
+                odd = bool(self.odd_words) and int(word.text.strip("Ww") or 0) % 2 == 1  # fake words only
                 if self.odd_words == "unspoken" and odd:
                     self.log.write("tts_skip", stage="tts", text=word.text, reason="behind", lag_s=16.0, words=1)
                     continue
