@@ -161,6 +161,14 @@ def test_control_off_falls_behind_and_control_on_keeps_up():
     assert max(late) < 6.0 and abs(lag_slope(words)) < 2.0
 
 
+def test_a_max_speed_the_user_sets_passes_the_voices_own_limit():
+    limited = type("LimitedVoice", (SlowVoice,), {"max_speed": 1.25})
+    _, _, voice = asyncio.run(run(talk(60, 3.0), PaceConfig(), limited()))
+    assert max(voice.speeds) == pytest.approx(1.25)  # the voice's measured limit by default
+    _, _, voice = asyncio.run(run(talk(60, 4.0), PaceConfig(max_speed=2.0), limited()))
+    assert max(voice.speeds) > 1.6  # asked for: faster than the voice's limit
+
+
 def test_speed_changes_smoothly_between_pieces():
     _, _, voice = asyncio.run(run(talk(60, 3.0), PaceConfig(max_speed=2.0, max_step=0.1)))
     steps = np.abs(np.diff(voice.speeds))
