@@ -217,15 +217,13 @@ async def _main(args: argparse.Namespace) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
 
-    behind = {"relief": 0, "unspoken": 0}  # words the voice could not say in time (tts.pace)
+    tts_stats: dict = {}  # the synthesis stage's totals, written when it ends
 
     def on_record(rec: dict) -> None:
         if rec.get("kind") == "update" and rec.get("stage") in ("asr", "mt"):
             loop.call_soon_threadsafe(display.update, rec["stage"], rec)
-        elif rec.get("kind") == "audio" and rec.get("voice") == "relief":
-            behind["relief"] += int(rec.get("words") or 0)
-        elif rec.get("kind") == "tts_skip" and rec.get("reason") == "behind":
-            behind["unspoken"] += int(rec.get("words") or 0)
+        elif rec.get("kind") == "stats" and rec.get("stage") == "tts":
+            tts_stats.update(rec)
 
     log = EventLog(args.log, keep=False, on_record=on_record)
     dropped = [0.0]
@@ -284,7 +282,7 @@ async def _main(args: argparse.Namespace) -> int:
     print(f"{spoken:.1f} s of translated speech", file=sys.stderr)
     from ..tts.stage import fell_behind
 
-    if note := fell_behind(behind["relief"], behind["unspoken"]):
+    if note := fell_behind(tts_stats.get("words_relief", 0), tts_stats.get("words_skipped", 0)):
         print(note, file=sys.stderr)
     if dropped[0]:
         print(f"dropped {dropped[0]:.1f} s of microphone audio: the pipeline fell behind "

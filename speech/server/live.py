@@ -346,9 +346,9 @@ class LiveSession:
             heard = self._heard_lags(rec)
             lags = [lag for _, lag in heard]
             relief = rec.get("voice") == "relief"  # the main voice was too far behind (tts.pace)
-            self.stats.synthesis(target, lags, int(rec.get("words") or 0) if relief else 0)
-            if relief:
-                self.hub.metrics.voice_behind["relief"] += int(rec.get("words") or 0)
+            relief_words = int(rec.get("words") or 0) if relief else 0
+            self.stats.synthesis(target, lags, relief_words)
+            self.hub.metrics.voice_behind["relief"] += relief_words
             for lag in lags:
                 self.hub.metrics.observe_listener_lag(lag)
             event = {"type": "synthesis", "target": target, "text": rec.get("text", ""), "start": rec.get("start"),

@@ -124,12 +124,15 @@ class FakeTts:
         for_ = np.arange(int(0.1 * self.rate), dtype=np.float32) / self.rate
         tone = (0.3 * np.sin(2 * np.pi * 440 * for_)).astype(np.float32)
         schedule = ListenerSchedule(self.rate)
+        totals = {"words_relief": 0, "words_skipped": 0}  # as the real stage's stats record
         async for update in inbox:
             for word in update.committed:
                 odd = bool(self.odd_words) and int(word.text.strip("Ww") or 0) % 2 == 1  # fake words only
                 if self.odd_words == "unspoken" and odd:
                     self.log.write("tts_skip", stage="tts", text=word.text, reason="behind", lag_s=16.0, words=1)
+                    totals["words_skipped"] += 1
                     continue
+                totals["words_relief"] += self.odd_words == "relief" and odd
                 now = self.clock.now()
                 play = schedule.place(now, len(tone))
                 chunk = AudioChunk(tone, self.rate, start, seq, wall_time=now, text=word.text, play_start=play)
@@ -140,6 +143,7 @@ class FakeTts:
                 await outbox.put(chunk)
                 start += chunk.duration
                 seq += 1
+        self.log.write("stats", stage="tts", **totals)
 
 
 def fake_pipeline(hello, source, sink, clock, log) -> Session:
