@@ -92,9 +92,11 @@ def speech_onset(records: Iterable[dict]) -> float:
 
 def listener_latency(
     records: list[dict], source_length: float, clock: str = "ca", reference_length: int | None = None,
+    origin: float = 0.0,
 ) -> dict[str, float]:
     """The listener-timeline figures of one session (keys without a clock suffix; empty when
-    nothing was spoken)."""
+    nothing was spoken). `source_length` and the log's times count from the stream's start; the
+    figures from `origin`, where the recording starts."""
     audio = audio_records(records)
     if not audio or source_length <= 0:
         return {}
@@ -108,13 +110,13 @@ def listener_latency(
     ready = [float(r.get(READY[clock]) if r.get(READY[clock]) is not None else r["wall_time"]) for r in audio]
     source_times = [float(r["source_time"]) for r in audio] if all(r.get("source_time") is not None for r in audio) else ready
     durations = [float(r["duration"]) for r in audio]
-    out["ATD"] = average_token_delay(source_times, durations=durations,
-                                     elapsed=[float(r["wall_time"]) for r in audio] if clock == "ca" else None)
+    out["ATD"] = average_token_delay([t - origin for t in source_times], durations=durations,
+                                     elapsed=[float(r["wall_time"]) - origin for r in audio] if clock == "ca" else None)
     if words:
-        delays = [w.heard for w in words]
+        delays = [w.heard - origin for w in words]
         target = reference_length or len(delays)
-        out["AL"] = average_lagging(delays, source_length, target)
-        out["LAAL"] = length_adaptive_average_lagging(delays, source_length, target)
+        out["AL"] = average_lagging(delays, source_length - origin, target)
+        out["LAAL"] = length_adaptive_average_lagging(delays, source_length - origin, target)
     lags = [w.lag for w in words if w.lag is not None]
     if lags:
         out.update(lag_mean=mean(lags), lag_p50=percentile(lags, 50), lag_p90=percentile(lags, 90), lag_max=max(lags))

@@ -89,12 +89,13 @@ def stage_stats(records: list[dict]) -> dict[str, dict]:
     return {r["stage"]: r for r in records if r.get("kind") == "stats" and "stage" in r}
 
 
-def translation_latency(words: list[Emitted], src_len: float, ref_len: int | None) -> dict[str, float]:
+def translation_latency(words: list[Emitted], src_len: float, ref_len: int | None, origin: float = 0.0) -> dict[str, float]:
+    """SimulEval's text latencies, delays counted from `origin` (where the recording starts)."""
     out: dict[str, float] = {}
     if not words or not src_len:
         return out
-    delays = [e.source_time for e in words]
-    elapsed = [e.wall_time for e in words]
+    delays = [e.source_time - origin for e in words]
+    elapsed = [e.wall_time - origin for e in words]
     for name, value in text_latency(delays, src_len, ref_len).items():
         out[f"mt_{name}_cu"] = value
     for name, value in text_latency(delays, src_len, ref_len, elapsed=elapsed).items():
@@ -102,14 +103,15 @@ def translation_latency(words: list[Emitted], src_len: float, ref_len: int | Non
     return out
 
 
-def speech_latency(records: list[dict], src_len: float, ref_len: int | None = None) -> dict:
-    """Speech-output latency on the listener's timeline (speech.eval.listener), both clocks."""
+def speech_latency(records: list[dict], src_len: float, ref_len: int | None = None, origin: float = 0.0) -> dict:
+    """Speech-output latency on the listener's timeline (speech.eval.listener), both clocks;
+    `src_len` and the times of the log count from the stream's start, the figures from `origin`."""
     from .listener import heard_words, listener_latency
 
     out: dict = {}
     chunks = audio_records(records)
     for clock in CLOCKS:
-        figures = listener_latency(records, src_len, clock, ref_len)
+        figures = listener_latency(records, src_len, clock, ref_len, origin)
         for name, value in figures.items():
             if name != "words_heard":
                 out[f"audio_{name}_{clock}"] = value
@@ -133,8 +135,11 @@ def utterance_metrics(
     duration: float | None = None,
     language: str = "en",
     asr_reference: list[Word] | None = None,
+    origin: float = 0.0,
 ) -> dict:
     """Everything one utterance's log says. Keys absent = not measurable (said in `notes`).
+    `origin`: seconds of silence put before the recording (`speech eval --phases`): latencies
+    count from the recording's start, as they do without it.
     `language`: the source language (the transcript's), for WER's normalisation.
     `asr_reference`: the clip's reference timeline (speech.asr.reference: Whisper base offline, the
     same for every configuration); recognition lag is measured against it, reference words never
@@ -180,8 +185,8 @@ def utterance_metrics(
     else:
         notes.append("no reference translation: BLEU, chrF and ASR-BLEU left out; latencies use |hyp|")
     if src_len:
-        out.update(translation_latency(mt, src_len, ref_len))
-        out.update(speech_latency(records, src_len, ref_len))
+        out.update(translation_latency(mt, src_len - origin, ref_len, origin))
+        out.update(speech_latency(records, src_len, ref_len, origin))
     if mt == [] and any(r.get("stage") == "mt" for r in records if r.get("kind") == "update"):
         notes.append("the translation committed no words")
 
@@ -193,9 +198,9 @@ def utterance_metrics(
             out["peak_rss_mb"] = float(rec["peak_rss_mb"])
     chunks = audio_records(records)
     if chunks:
-        out["ttfa_ca"] = float(chunks[0]["wall_time"])
+        out["ttfa_ca"] = float(chunks[0]["wall_time"]) - origin
         if chunks[0].get("source_time") is not None:
-            out["ttfa_cu"] = float(chunks[0]["source_time"])
+            out["ttfa_cu"] = float(chunks[0]["source_time"]) - origin
     errors = [r for r in records if r.get("kind") == "error"]
     if errors:
         notes.append("; ".join(f"stage {r.get('stage')} failed: {r.get('error')}" for r in errors))

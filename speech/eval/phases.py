@@ -4,7 +4,8 @@ The recogniser decodes on a fixed step (1 s), so where its decodes fall in the s
 accident of where the recording starts; a quarter second of silence before the same ten clips
 moves their BLEU by up to 3 points (docs/evaluation.md). `--phases K` runs each recording K times,
 after 0, 1/K, 2/K, ... of a second of silence, and every figure is then taken over all K runs:
-an average over the decode's phase instead of one draw of it.
+an average over the decode's phase instead of one draw of it. Latencies count from where the
+recording starts (`utterance_metrics(origin=...)`): the silence is not the system's delay.
 """
 
 from __future__ import annotations

@@ -179,7 +179,7 @@ def _evaluate_item(opts: EvalOptions, registry: Any, combo: Combination, folder:
     try:
         folder.mkdir(parents=True, exist_ok=True)
         metrics = evaluate_recording(registry, combo.config, phased_input(item.path, lead, folder), folder, combo.clock,
-                                     item.transcript, item.reference, transcriber)
+                                     item.transcript, item.reference, transcriber, origin=lead)
     except StageError as e:
         where = combo.label if opts.phases == 1 else f"{combo.label} {name}"  # one entry per failed run
         skipped.append({"line": item.line, "file": str(item.path), "reason": f"{where}: {e}", "failed": True})

@@ -135,8 +135,10 @@ def evaluate_recording(
     reference: str | None,
     transcribe: Callable[[np.ndarray, int], str] | None = None,
     extra: dict | None = None,
+    origin: float = 0.0,
 ) -> dict:
-    """Pipeline, output WAV, optional ASR of the output, metrics (from the log alone)."""
+    """Pipeline, output WAV, optional ASR of the output, metrics (from the log alone).
+    `origin`: seconds of silence `audio` has before the recording (latencies count from there)."""
     folder.mkdir(parents=True, exist_ok=True)
     sink = asyncio.run(run_pipeline(registry, config, audio, folder, clock_kind))
     samples, rate = sink.render()
@@ -149,7 +151,8 @@ def evaluate_recording(
     if "asr" in config.stages and ("recognizer", "whisper-base") in registry.specs \
             and registry.available("recognizer", "whisper-base"):
         timeline = reference_timeline(audio, config.source, registry)
-    metrics = utterance_metrics(records, transcript, reference, language=config.source, asr_reference=timeline)
+    metrics = utterance_metrics(records, transcript, reference, language=config.source, asr_reference=timeline,
+                                origin=origin)
     if transcribe is not None and reference:
         from speech.asr.normalize import normalize
 

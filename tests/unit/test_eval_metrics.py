@@ -68,6 +68,32 @@ def test_utterance_metrics_by_hand():
     assert m["notes"] == "no reference timeline: recognition lag against the committed words' own timestamps"
 
 
+TIME_KEYS = ("source_time", "wall_time", "spoken_time", "start", "end", "play_start", "commit_time", "source_duration")
+
+
+def delayed(records: list[dict], lead: float) -> list[dict]:
+    """The log of the same session after `lead` seconds of silence (`speech eval --phases`)."""
+    def move(d: dict) -> dict:
+        out = {k: (v + lead if k in TIME_KEYS and isinstance(v, (int, float)) else v) for k, v in d.items()}
+        for key in ("committed", "tentative"):
+            if key in out:
+                out[key] = [move(word) for word in out[key]]
+        return out
+    return [move(r) for r in records]
+
+
+def test_leading_silence_does_not_move_any_latency():
+    # Every figure counts from where the recording starts: a phase's silence is not latency.
+    plain = utterance_metrics(LOG, transcript="the cat sat", reference="el gato se sentó")
+    phased = utterance_metrics(delayed(LOG, 0.75), transcript="the cat sat", reference="el gato se sentó", origin=0.75)
+    latency = [k for k in plain if k.startswith(("mt_", "audio_", "asr_lag", "ttfa")) and isinstance(plain[k], float)]
+    assert len(latency) > 30 and {"mt_AL_cu", "mt_LAAL_ca", "audio_AL_ca", "audio_ATD_ca", "ttfa_ca"} <= set(latency)
+    assert {k: phased[k] for k in latency} == pytest.approx({k: plain[k] for k in latency}, abs=1e-4)  # sample rounding
+    # Without the origin the silence is counted as the system's delay.
+    counted = utterance_metrics(delayed(LOG, 0.75), transcript="the cat sat", reference="el gato se sentó")
+    assert counted["mt_AL_cu"] > plain["mt_AL_cu"] + 0.3 and counted["ttfa_ca"] == pytest.approx(plain["ttfa_ca"] + 0.75)
+
+
 def test_missing_references_are_left_out_and_said():
     m = utterance_metrics(LOG)
     assert "wer" not in m and "bleu" not in m
