@@ -90,12 +90,14 @@ def stage_stats(records: list[dict]) -> dict[str, dict]:
 
 
 def translation_latency(words: list[Emitted], src_len: float, ref_len: int | None, origin: float = 0.0) -> dict[str, float]:
-    """SimulEval's text latencies, delays counted from `origin` (where the recording starts)."""
+    """SimulEval's text latencies; `src_len` and the words' times count from the stream's start,
+    the figures from `origin`."""
     out: dict[str, float] = {}
     if not words or not src_len:
         return out
     delays = [e.source_time - origin for e in words]
     elapsed = [e.wall_time - origin for e in words]
+    src_len -= origin
     for name, value in text_latency(delays, src_len, ref_len).items():
         out[f"mt_{name}_cu"] = value
     for name, value in text_latency(delays, src_len, ref_len, elapsed=elapsed).items():
@@ -185,7 +187,7 @@ def utterance_metrics(
     else:
         notes.append("no reference translation: BLEU, chrF and ASR-BLEU left out; latencies use |hyp|")
     if src_len:
-        out.update(translation_latency(mt, src_len - origin, ref_len, origin))
+        out.update(translation_latency(mt, src_len, ref_len, origin))
         out.update(speech_latency(records, src_len, ref_len, origin))
     if mt == [] and any(r.get("stage") == "mt" for r in records if r.get("kind") == "update"):
         notes.append("the translation committed no words")
