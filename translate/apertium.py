@@ -58,6 +58,17 @@ DEFAULT_MASK = {("en", "es"): 0, ("es", "en"): 0, ("es", "pt"): 0, ("pt", "es"):
 DEFAULT_BOUNDARY_MASK: dict[tuple[str, str], int] = {}
 FALLBACK_MASK = 1  # a pair not tuned (a mode given through the `modes` option)
 
+# Analyses a mode's tagger chose that are replaced before transfer (mode -> (chosen, replacement)).
+# Debian's spa-ita tagger takes the preposition "para" for "parir" (to give birth), present
+# subjunctive, in a fresh pipeline and now and then later: "Partorisca il nord" for "Para el
+# norte". Replaced after the tagger, not removed from the analysis before it: a word whose set of
+# readings the tagger's model lacks moves its state (docs/translation.md, Limits), and other words
+# then read differently.
+RETAGGED: dict[str, tuple[tuple[str, str], ...]] = {
+    "spa-ita": (("parir<vblex><prs><p3><sg>", "para<pr>"), ("parir<vblex><prs><p1><sg>", "para<pr>")),
+}
+_ANALYSIS = re.compile(r"[^\W\d_]+(<\w+>)+")
+
 _RESERVED = re.compile(r"([\\\[\]{}^$/@<>])")  # the stream format's reserved characters
 _BLANK = re.compile(r"(?<!\\)\[[^\]]*(?<!\\)\]")  # a superblank `[...]` (formatting), not `\[`
 _UNESCAPE = re.compile(r"\\(.)")
@@ -111,6 +122,30 @@ def reattach_final_stop(output: str, stop: bool) -> str:
     if stop and output.endswith(" ."):
         return output[:-2].rstrip() + "."
     return output
+
+
+def retag(script: str, replacements: tuple[tuple[str, str], ...]) -> str:
+    """A mode's -z pipeline with the tagger's choices in `replacements` replaced before transfer.
+
+    A `sed -u -z` stage right after the tagger: it answers each NUL-terminated request as it
+    comes, as the other programs do. An analysis is a lemma and all its tags
+    (`parir<vblex><prs><p3><sg>`), matched whole; the lemma keeps the word's case (the tagger
+    writes "Parir" for "Para", "PARIR" for "PARA")."""
+    if not replacements:
+        return script
+    expressions = []
+    for chosen, replacement in replacements:
+        for analysis in (chosen, replacement):
+            if not _ANALYSIS.fullmatch(analysis):
+                raise ValueError(f"apertium analysis {analysis!r}: a lemma and its tags, e.g. para<pr>")
+        (lemma, tags), (new_lemma, new_tags) = (a.split("<", 1) for a in (chosen, replacement))
+        for case in (str.lower, str.capitalize, str.upper):
+            expressions.append(f"s:\\^{case(lemma)}<{tags}\\$:^{case(new_lemma)}<{new_tags}$:g")
+    at = script.find("apertium-tagger")
+    end = script.find(" | ", at)
+    if at < 0 or end < 0:
+        raise ValueError("the mode has no tagger followed by transfer to replace its choices in")
+    return f"{script[:end]} | sed -u -z '{';'.join(expressions)}'{script[end:]}"
 
 
 def _code(name: str) -> str | None:
@@ -174,8 +209,9 @@ class ApertiumProcess:
         self._proc: subprocess.Popen | None = None
         self._stderr = None
         # The mode's pipeline with -z on every program (`script`: a stand-in, for tests).
-        self._script = script if script is not None else subprocess.run(
-            ["apertium-wblank-mode", "-z", str(mode_file)], capture_output=True, text=True, check=True).stdout
+        self._script = script if script is not None else retag(subprocess.run(
+            ["apertium-wblank-mode", "-z", str(mode_file)], capture_output=True, text=True, check=True).stdout,
+            RETAGGED.get(mode_file.stem, ()))
         self._finalizer = weakref.finalize(self, stop_process, [None])  # replaced on start
 
     def _start(self) -> None:

@@ -58,6 +58,15 @@ def test_a_sentence_ending_on_a_word_that_is_also_an_abbreviation_is_translated(
     assert t.translate("L'oficina va dir que no.", "ca", "es") == "La oficina dijo que no."
 
 
+def test_spanish_para_reaches_italian_as_a_preposition(registry):
+    # Debian's spa-ita tagger took "para" for "parir" (to give birth): "Partorisca il nord".
+    need("es", "it")
+    t = registry.create("translator", "apertium")
+    assert t.translate("Para el norte.", "es", "it") == "Per il nord."
+    assert t.translate("Lo hizo para los niños.", "es", "it") == "Lo fece per i bambini."
+    assert "partori" not in t.translate("PARA TODOS, para siempre.", "es", "it").lower()
+
+
 def test_streaming_never_retracts_committed_words(registry):
     need("en", "es")
     engine = registry.create("translator", "apertium", mask=0)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 
 import time
 
@@ -13,7 +14,7 @@ from speech.errors import UserError
 from speech.translate import apertium, backends
 from speech.translate.apertium import (ApertiumConfig, ApertiumProcess, ApertiumTranslator, clean,
                                        detach_final_stop, discover_modes, escape, missing_pair_error, parse_modes,
-                                       reattach_final_stop)
+                                       reattach_final_stop, retag)
 from speech.translate.hypothesis import EngineFailed
 from speech.translate.nmt import RetranslationStream
 
@@ -102,6 +103,24 @@ def test_process_answers_each_request_and_keeps_running(tmp_path):
     finally:
         proc.close()
     assert proc._proc is None
+
+
+@needs_bash
+def test_retag_replaces_the_taggers_choice_in_every_case_before_transfer():
+    script = retag("lt-proc -z -a x.bin | apertium-tagger -z -g $2 y.prob | apertium-pretransfer -z | cat",
+                   (("parir<vblex><prs><p3><sg>", "para<pr>"),))
+    stages = script.split(" | ")
+    assert stages[1].startswith("apertium-tagger") and stages[2].startswith("sed -u -z") and stages[3].startswith("apertium-pretransfer")
+    tagged = ("^Parir<vblex><prs><p3><sg>$ ^el<det><def><m><sg>$ ^PARIR<vblex><prs><p3><sg>$ "
+              "^parir<vblex><prs><p3><sg>$ ^parir<vblex><ifi><p3><sg>$ ^reparir<vblex><prs><p3><sg>$\0")
+    out = subprocess.run(["bash", "-c", stages[2]], input=tagged.encode(), capture_output=True, check=True).stdout
+    assert out.decode() == ("^Para<pr>$ ^el<det><def><m><sg>$ ^PARA<pr>$ "
+                            "^para<pr>$ ^parir<vblex><ifi><p3><sg>$ ^reparir<vblex><prs><p3><sg>$\0")
+    assert retag("a | apertium-tagger | b", ()) == "a | apertium-tagger | b"
+    with pytest.raises(ValueError, match="lemma and its tags"):
+        retag("a | apertium-tagger | b", (("x'; rm -rf /; '", "para<pr>"),))
+    with pytest.raises(ValueError, match="no tagger"):
+        retag("lt-proc -z -a x.bin", (("parir<vblex>", "para<pr>"),))
 
 
 @needs_bash
