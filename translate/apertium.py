@@ -74,6 +74,7 @@ _BLANK = re.compile(r"(?<!\\)\[[^\]]*(?<!\\)\]")  # a superblank `[...]` (format
 _UNESCAPE = re.compile(r"\\(.)")
 _MARKS = "*#@"  # unknown word, generation error, no bilingual entry
 _FINAL_STOP = re.compile(r"\w\.$")  # a sentence's full stop glued to its last word
+PROBE = "1"  # a request every mode answers with itself
 
 
 @dataclass(frozen=True)
@@ -256,13 +257,23 @@ class ApertiumProcess:
         if self._proc is None:
             self._start()
         assert self._proc is not None and self._proc.stdin is not None and self._proc.stdout is not None
-        fd = self._proc.stdout.fileno()
         if self._proc.poll() is not None:
             raise EOFError("the pipeline had exited")
         # Output before a request: a program of the pipeline died and the ones after it flushed
         # (a NUL, then end of file); read as an answer, it would be an empty translation.
-        if select.select([fd], [], [], 0)[0]:
+        if select.select([self._proc.stdout.fileno()], [], [], 0)[0]:
             raise EOFError("the pipeline wrote out of turn (one of its programs died)")
+        answer = self._exchange(request)
+        # Nothing back is either a translation with no words (Spanish "Se" alone into English)
+        # or the flush of the programs after one that died: a number, which every mode passes
+        # through, tells them apart.
+        if not clean(answer, True) and not clean(self._exchange(PROBE), True):
+            raise EOFError("the pipeline answered nothing (one of its programs died)")
+        return answer
+
+    def _exchange(self, request: str) -> str:
+        assert self._proc is not None and self._proc.stdin is not None and self._proc.stdout is not None
+        fd = self._proc.stdout.fileno()
         # The trailing blank makes the analyser emit the last word before the flush.
         self._proc.stdin.write(request.encode() + b" \0")
         self._proc.stdin.flush()
@@ -277,10 +288,7 @@ class ApertiumProcess:
             buf += chunk
         if buf.count(b"\0") > 1:
             raise EOFError("the pipeline wrote out of turn (one of its programs died)")
-        answer = buf[:-1].decode("utf-8", "replace")
-        if not clean(answer, True):  # any text comes back as words (unknown ones pass through)
-            raise EOFError("the pipeline answered nothing (one of its programs died)")
-        return answer
+        return buf[:-1].decode("utf-8", "replace")
 
     def _stderr_tail(self) -> str:
         if self._stderr is None:

@@ -67,6 +67,18 @@ def test_spanish_para_reaches_italian_as_a_preposition(registry):
     assert "partori" not in t.translate("PARA TODOS, para siempre.", "es", "it").lower()
 
 
+def test_a_first_word_with_no_translation_does_not_end_the_stream(registry):
+    # Spanish "Se" alone has no English words: the pipeline answers nothing and is still alive.
+    need("es", "en")
+    engine = registry.create("translator", "apertium")
+    assert engine.translate("Se", "es", "en") == ""
+    proc = engine.process("es", "en")
+    pid, restarts = proc.pid, proc.restarts
+    tr = SimultaneousTranslation(engine.open("es", "en"), LocalAgreement(LocalAgreementConfig(n=1)), language="en")
+    run = translate_stream(tr, "Se dice que el gato negro duerme en la casa.".split())
+    assert "cat" in " ".join(run.target) and proc.pid == pid and proc.restarts == restarts
+
+
 def test_streaming_never_retracts_committed_words(registry):
     need("en", "es")
     engine = registry.create("translator", "apertium", mask=0)

@@ -185,6 +185,20 @@ def test_an_empty_answer_is_a_failure(tmp_path):
 
 
 @needs_bash
+def test_a_translation_with_no_words_is_not_a_failure(tmp_path):
+    # Spanish "Se" alone has no English words: the live pipeline answers nothing, then the probe.
+    drops_se = r"""while IFS= read -r -d '' x; do [ "$x" = "se " ] && printf '\0' || printf '%s\0' "${x^^}"; done"""
+    proc = ApertiumProcess(tmp_path / "x.mode", script=drops_se)
+    try:
+        assert proc.translate("se") == ""
+        pid = proc._proc.pid
+        assert proc.translate("se dice") == "SE DICE"
+        assert proc.restarts == 0 and proc._proc.pid == pid
+    finally:
+        proc.close()
+
+
+@needs_bash
 def test_process_that_keeps_failing_raises_with_its_stderr(tmp_path):
     dead = "echo 'lt-proc: cannot open file' >&2; exit 3"
     proc = ApertiumProcess(tmp_path / "eng-spa.mode", script=dead)
