@@ -77,15 +77,17 @@ def main(argv: list[str] | None = None) -> int:
         print("\ninterrupted", file=sys.stderr)
         return 130
     except (UserError, ValueError, LookupError, RuntimeError) as e:
+        from speech.translate.hypothesis import EngineFailed
+
         from .stage import StageError  # here, not at import: `speech --help` loads no numpy
 
         cause = e.error if isinstance(e, StageError) else e  # a bad option met inside a stage
-        if not isinstance(cause, (UserError, ValueError, LookupError)):
+        if not isinstance(cause, (UserError, ValueError, LookupError, EngineFailed)):
             raise
         if not isinstance(cause, UserError) and os.environ.get("SPEECH_DEBUG"):
             raise
         print(f"speech {args.command}: error: {e}", file=sys.stderr)
-        return 2
+        return 1 if isinstance(cause, EngineFailed) else 2  # an engine that died, not a bad input
 
 
 def _given(parser: argparse.ArgumentParser, command: str, argv: list[str]) -> set[str]:

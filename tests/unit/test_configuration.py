@@ -165,3 +165,18 @@ def test_server_table_takes_the_replica_and_engine_options(tmp_path):
                       ("ray_max_replicas = 0", "server.ray_max_replicas")):
         with pytest.raises(ConfigError, match=key):
             effective_for("serve", ["--config", str(write(tmp_path, f"[server]\n{text}\n", "bad.toml"))])
+
+
+def test_an_engine_that_died_is_one_line_and_exit_1(monkeypatch, capsys):
+    # An engine's second failure (EngineFailed) ends the command with its message, not a traceback.
+    import speech.translate.cli as translate_cli
+    from speech.translate.hypothesis import EngineFailed
+
+    def dies(args):  # noqa: ANN001
+        raise EngineFailed("apertium pipeline cat-eng failed (the pipeline exited)")
+
+    monkeypatch.setattr(translate_cli, "run", dies)
+    monkeypatch.delenv("SPEECH_DEBUG", raising=False)
+    assert main(["translate-text", "--source", "ca", "--target", "en", "-"]) == 1
+    err = capsys.readouterr().err
+    assert err == "speech translate-text: error: apertium pipeline cat-eng failed (the pipeline exited)\n"
