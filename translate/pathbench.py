@@ -21,7 +21,8 @@ from speech.progress import Progress
 from .graph import PATHS_FILE, TranslationPath, find_paths, installed_edges, load_table, path_spec, rank
 
 PATH_PAIRS = ("en-es,en-fr,es-en,fr-en,en-pt,pt-en,en-it,en-ca,en-gl,en-de,"
-              "es-pt,pt-es,es-fr,fr-es,pt-fr,fr-pt,es-it,pt-it,it-en,ca-en,gl-en,ro-en")
+              "es-pt,pt-es,es-fr,fr-es,pt-fr,fr-pt,es-it,pt-it,it-en,ca-en,gl-en,ro-en,"
+              "ca-es,gl-es,it-es,ca-pt,gl-pt,it-pt,ca-fr,gl-fr,it-fr")
 
 
 def candidate_paths(edges, source: str, target: str, max_hops: int) -> list[TranslationPath]:  # noqa: ANN001
