@@ -36,7 +36,8 @@ EXAMPLE_LINES = range(899, 1011)  # 0-based: lines 900-1011
 def configure(parser: argparse.ArgumentParser) -> None:
     from .pathbench import PATH_PAIRS
 
-    parser.add_argument("--pairs", help=f"comma-separated pairs (default {DEFAULT_PAIRS}; with --paths {PATH_PAIRS})")
+    parser.add_argument("--pairs", help=f"comma-separated pairs (default {DEFAULT_PAIRS}; with --paths every pair "
+                                        f"among en, es, pt, fr, de, it, ca, gl and from ro: {len(PATH_PAIRS.split(','))} pairs)")
     parser.add_argument("--backends", default="default",
                         help="comma-separated translators or paths (bergamot:en-pt,apertium:pt-es) to compare, "
                         "or 'default' (the best installed path per pair) or 'all'")

@@ -22,7 +22,10 @@ from .graph import PATHS_FILE, TranslationPath, find_paths, installed_edges, loa
 
 PATH_PAIRS = ("en-es,en-fr,es-en,fr-en,en-pt,pt-en,en-it,en-ca,en-gl,en-de,"
               "es-pt,pt-es,es-fr,fr-es,pt-fr,fr-pt,es-it,pt-it,it-en,ca-en,gl-en,ro-en,"
-              "ca-es,gl-es,it-es,ca-pt,gl-pt,it-pt,ca-fr,gl-fr,it-fr")
+              "ca-es,gl-es,it-es,ca-pt,gl-pt,it-pt,ca-fr,gl-fr,it-fr,"
+              "es-ca,pt-ca,fr-ca,it-ca,gl-ca,es-gl,pt-gl,fr-gl,it-gl,ca-gl,fr-it,ca-it,gl-it,"
+              "ro-es,ro-pt,ro-fr,ro-it,ro-ca,ro-gl,"
+              "de-en,de-es,de-pt,de-fr,es-de,pt-de,fr-de,de-it,de-ca,de-gl,it-de,ca-de,gl-de,ro-de")
 
 
 def candidate_paths(edges, source: str, target: str, max_hops: int) -> list[TranslationPath]:  # noqa: ANN001

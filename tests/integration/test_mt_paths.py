@@ -21,6 +21,8 @@ PATHS = {
     "bergamot:en-pt,apertium:pt-es,apertium:es-it": 43.0,  # en-it (49.08)
     "bergamot:en-pt,apertium:pt-ca": 53.0,  # en-ca (59.83)
     "bergamot:en-pt,apertium:pt-es,apertium:es-gl": 49.0,  # en-gl (55.05)
+    "apertium:gl-es,apertium:es-ca": 56.0,  # gl-ca (60.67; through English 54.1 on lines 1-20)
+    "apertium:ca-es,apertium:es-gl": 53.0,  # ca-gl (60.02)
 }
 
 

@@ -218,3 +218,19 @@ def test_building_the_stage_warms_every_hop_before_the_first_words():
     build_stage(reg, config, SimulatedClock(), EventLog(keep=False))
     engine = reg.create("translator", "tag")
     assert [(s, t) for _, s, t in engine.calls] == [("en", "pt"), ("pt", "es"), ("es", "fr")]
+
+
+def test_the_shipped_table_holds_each_pair_the_paths_bench_measures_and_every_row_chains_it():
+    from speech.translate.graph import load_table
+    from speech.translate.pathbench import PATH_PAIRS
+
+    table = load_table()
+    assert sorted(table["pairs"]) == sorted(PATH_PAIRS.split(","))
+    for pair, entry in table["pairs"].items():
+        source, target = pair.split("-")
+        assert f"--pairs {pair} " in entry["command"] and entry["date"] and entry["rows"], pair
+        for row in entry["rows"]:
+            path = parse_path(row["path"])
+            assert (path[0].source, path[-1].target, len(path)) == (source, target, row["hops"]), (pair, row)
+        best = ranked_rows(table, source, target)[0]
+        assert "chrf" in best and best["committed_erasure"] == 0, (pair, best)
