@@ -24,8 +24,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("input", nargs="?", default="-", help="text file, ASR event log (.jsonl), or - for stdin")
     parser.add_argument("--source", default="en", help=f"source language ({', '.join(NAMES)}); default en")
     parser.add_argument("--target", default="es", help="target language; default es")
-    parser.add_argument("--backend", default="default",
-                        help="translator: gemma-270m, gguf, bergamot, apertium, a path of engines such as "
+    parser.add_argument("--backend", "--mt-backend", dest="backend", default="default",
+                        help="translator (--mt-backend, as `speech translate` names it, is the same): gemma-270m, gguf, bergamot, apertium, a path of engines such as "
                         "bergamot:en-pt,apertium:pt-es, or default (the best measured installed path for the pair)")
     parser.add_argument("--explain", action="store_true",
                         help="print the translation path chosen and why (on standard error) before translating")

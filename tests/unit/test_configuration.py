@@ -180,3 +180,13 @@ def test_an_engine_that_died_is_one_line_and_exit_1(monkeypatch, capsys):
     assert main(["translate-text", "--source", "ca", "--target", "en", "-"]) == 1
     err = capsys.readouterr().err
     assert err == "speech translate-text: error: apertium pipeline cat-eng failed (the pipeline exited)\n"
+
+
+def test_translate_text_takes_the_translator_option_under_the_name_speech_translate_gives_it(monkeypatch):
+    import speech.translate.cli as translate_cli
+
+    seen = []
+    monkeypatch.setattr(translate_cli, "run", lambda args: seen.append(args.backend) or 0)
+    for flag in ("--mt-backend", "--backend"):
+        assert main(["translate-text", flag, "apertium:es-pt,bergamot:pt-en", "--source", "es", "--target", "en", "-"]) == 0
+    assert seen == ["apertium:es-pt,bergamot:pt-en"] * 2
