@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -67,6 +68,7 @@ class TranslationResult:
     wall_s: float
     records: list[dict]
     boundaries: list[int]
+    stopped: str = ""  # the signal that stopped the input early ("SIGINT", "SIGTERM"); "" if read to its end
 
 
 async def translate_file(
@@ -94,8 +96,12 @@ async def translate_file_targets(
     log_path: str | None = None,
     play: bool = False,
     progress: bool = False,
+    stop_on_signal: bool = False,
 ) -> dict[str, TranslationResult]:
-    """One recogniser, one translate -> TTS branch per target of `config`: a result per target."""
+    """One recogniser, one translate -> TTS branch per target of `config`: a result per target.
+
+    With `stop_on_signal` (the CLI), SIGINT or SIGTERM stops reading the input: what was read is
+    still recognised, translated and spoken, and the results hold it; a second signal aborts."""
     from .audio import FileSource
     from .clock import make_clock
     from .events import EventLog
@@ -124,17 +130,28 @@ async def translate_file_targets(
 
     step = max(1, 1000 // config.chunk_ms)  # redraw once per second of source
     fed = [0]
+    fed_end = [0.0]
+    from .interrupt import InputStop
+
+    stop = InputStop(bar) if stop_on_signal else None
 
     async def feed(outbox) -> None:
         async def counted(chunk) -> None:  # the ASR stage logs the input; this only shows progress
             await outbox.put(chunk)
             fed[0] += 1
+            fed_end[0] = chunk.end
             if bar.tty and fed[0] % step == 0:
                 spoken = sum(sink.chunks for sink in sinks.values())
                 bar.update(step, status=f"{spoken} chunks spoken")
 
-        await source(_Forward(counted))
+        reading = source(_Forward(counted))
+        if stop is None:
+            await reading
+        else:
+            await stop.until_stopped(reading)
 
+    if stop is not None:
+        stop.install()
     try:
         session = build_session(registry, config, source=feed, sink=sinks, clock=clock, log=log)
         t0 = time.perf_counter()
@@ -144,10 +161,15 @@ async def translate_file_targets(
         wall = time.perf_counter() - t0
         if bar.tty:
             bar.close()
-        log.write("end", source_duration=round(source.duration, 4), wall_time=round(clock.now() if realtime else wall, 4))
+        stopped = stop.cut if stop is not None else ""
+        duration = fed_end[0] if stopped else source.duration  # an input stopped early lasts what was read
+        log.write("end", source_duration=round(duration, 4), wall_time=round(clock.now() if realtime else wall, 4),
+                  **({"stopped": stopped} if stopped else {}))
         for sink in sinks.values():
             sink.finish()
     finally:
+        if stop is not None:
+            stop.remove()
         log.close()
     results = {}
     for target, sink in sinks.items():
@@ -155,7 +177,7 @@ async def translate_file_targets(
         records = [r for r in log.records if r.get("target", target) == target]
         spoken = [r["text"] for r in records if r.get("kind") == "audio" and r.get("stage") == "tts"]
         results[target] = TranslationResult(sink.render(), sink.sample_rate or 24000, sink.chunks, " ".join(spoken),
-                                            source.duration, wall, records, sink.boundaries())
+                                            duration, wall, records, sink.boundaries(), stopped)
     return results
 
 
@@ -244,7 +266,7 @@ def run(args: argparse.Namespace) -> int:
         check_output_device()
     results = asyncio.run(translate_file_targets(
         args.input, config, registry, realtime=args.realtime, compact=args.compact, log_path=args.log,
-        play=args.play, progress=not args.quiet,
+        play=args.play, progress=not args.quiet, stop_on_signal=True,
     ))
     for target, result in results.items():
         write_wav(outputs[target], result.samples, result.sample_rate)
@@ -257,8 +279,10 @@ def run(args: argparse.Namespace) -> int:
 
         for target, result in results.items():
             output = outputs[target]
+            read = (f"the first {result.source_duration:.1f} s of {config.source} audio (stopped by {result.stopped})"
+                    if result.stopped else f"{result.source_duration:.1f} s of {config.source} audio")
             print(f"wrote {output} ({len(result.samples) / result.sample_rate:.1f} s, {result.chunks} chunks) "
-                  f"from {result.source_duration:.1f} s of {config.source} audio in {result.wall_s:.1f} s")
+                  f"from {read} in {result.wall_s:.1f} s")
             records = [r for r in result.records if r.get("target", target) == target]
             heard = listener_latency(records, result.source_duration)
             if heard:
@@ -270,7 +294,8 @@ def run(args: argparse.Namespace) -> int:
                 print(note)
             label = "spoken" if len(targets) == 1 else f"spoken ({target})"
             print(f"{label}: {result.text or f'nothing (no speech was recognised in {args.input})'}", file=sys.stdout)
-    return 0
+    stopped = next(iter(results.values())).stopped
+    return 128 + signal.Signals[stopped].value if stopped else 0  # the shell's code for a stopped command
 
 
 def _play(samples, rate: int) -> None:

@@ -30,6 +30,7 @@ class StreamResult:
     elapsed_s: float = 0.0
     resumes: int = 0  # sessions resumed after a drop
     drops: int = 0  # connections lost without a close from the server
+    stopped: bool = False  # `stop` ended the audio before its end (`end` sent early)
 
     @property
     def session(self) -> str | None:
@@ -116,6 +117,7 @@ async def stream_audio(
     resume: bool = True,
     resume_for_s: float = 30.0,
     on_connection: Callable[[Any], Any] | None = None,
+    stop: asyncio.Event | None = None,
 ) -> StreamResult:
     """Send `samples` paced at `speed` x real time (0: as fast as possible); collect everything.
 
@@ -124,6 +126,8 @@ async def stream_audio(
     `resume_for_s` seconds with the session's resume token: the server sends every event after the
     last one received (each exactly once in `result.events`), and the audio continues from the last
     frame the server got. `on_connection(ws)` is called with each new connection (tests cut it).
+    Once `stop` is set no more audio is sent: `end` goes at once and the server finishes what it
+    has (as with `stop_after_s`).
     """
     frames, rate, step = encode_frames(samples, sample_rate, codec, frame_ms)
     if stop_after_s is not None:
@@ -154,8 +158,11 @@ async def stream_audio(
                     i = state["next_frame"]
                     if speed > 0:
                         delay = t0 + (i + 1) * step / rate / speed - time.monotonic()
-                        if delay > 0:
-                            await asyncio.sleep(delay)  # a frame exists once its last sample was spoken
+                        if delay > 0:  # a frame exists once its last sample was spoken
+                            await _sleep_unless(stop, delay)
+                    if stop is not None and stop.is_set():
+                        result.stopped = True
+                        break
                     await ws.send(frames[i])
                     state["next_frame"] = i + 1
                     result.sent_s = max(result.sent_s, (i + 1) * step / rate)
@@ -238,6 +245,17 @@ async def stream_audio(
     await asyncio.wait_for(run(), timeout)
     result.elapsed_s = time.monotonic() - t0
     return result
+
+
+async def _sleep_unless(stop: asyncio.Event | None, delay: float) -> None:
+    """Sleep `delay` seconds, or less if `stop` is set meanwhile."""
+    if stop is None:
+        await asyncio.sleep(delay)
+        return
+    try:
+        await asyncio.wait_for(stop.wait(), delay)
+    except TimeoutError:
+        pass
 
 
 async def stream_file(url: str, path: str | Path, source: str, target: str, **options: Any) -> StreamResult:

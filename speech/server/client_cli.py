@@ -87,11 +87,22 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise UserError(f"--target: {e}") from None
     outputs = wav_outputs(args.output, targets) if args.output else {}  # refused before streaming
+    async def streamed():
+        from ..interrupt import InputStop
+
+        stop = InputStop()  # Ctrl-C sends `end` at once: the server finishes what it has heard
+        stop.install()
+        try:
+            return await stream_file(
+                args.url, args.file, args.source, targets[0], targets=targets if len(targets) > 1 else (),
+                token=args.token, codec=args.codec, output_codec=args.output_codec, speed=args.speed,
+                stop_after_s=args.stop_after, on_event=Printer(args.json), resume=not args.no_resume,
+                stop=stop.event), stop.signal
+        finally:
+            stop.remove()
+
     try:
-        result = asyncio.run(stream_file(
-            args.url, args.file, args.source, targets[0], targets=targets if len(targets) > 1 else (),
-            token=args.token, codec=args.codec, output_codec=args.output_codec, speed=args.speed,
-            stop_after_s=args.stop_after, on_event=Printer(args.json), resume=not args.no_resume))
+        result, signal_name = asyncio.run(streamed())
     except (OSError, InvalidHandshake, InvalidURI) as e:
         raise UserError(f"cannot reach {args.url} ({e}); is `speech serve` running?") from None
     for target, path in outputs.items():
@@ -99,6 +110,12 @@ def run(args: argparse.Namespace) -> int:
         if rate:
             write_wav(path, samples, rate)
             print(f"wrote {path} ({len(samples) / rate:.1f} s)", file=sys.stderr)
+    if result.stopped:
+        print(f"stopped by {signal_name} after {result.sent_s:.1f} s of {args.file}", file=sys.stderr)
     if result.error:
         return 1
+    if result.stopped:
+        import signal
+
+        return 128 + signal.Signals[signal_name].value  # the shell's code for a stopped command
     return 0 if result.done else 1

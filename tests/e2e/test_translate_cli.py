@@ -110,3 +110,51 @@ def test_several_targets_write_one_wav_each_from_one_recogniser(tmp_path):
         assert len(audio) / rate > 2.0 and spoken and len(said) >= 10, target
         assert f"wrote {tmp_path / f'talk.{target}.wav'}" in done.stdout and f"spoken ({target}):" in done.stdout
     assert not (tmp_path / "talk.wav").exists()
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_the_input_and_still_writes_what_was_heard(tmp_path):
+    """The first SIGINT stops reading: what was read is translated, spoken and written; rc 130."""
+    import signal
+
+    import soundfile as sf
+
+    from tests.conftest import FLEURS
+
+    clips = [FLEURS / f"fleurs-en-00{i}.ogg" for i in range(6)]
+    for clip in clips:
+        require_data(clip)
+    talk = tmp_path / "talk.wav"
+    parts = []
+    for clip in clips:
+        audio, rate = sf.read(str(clip), dtype="float32")
+        parts += [audio, np.zeros(rate // 2, np.float32)]
+    sf.write(str(talk), np.concatenate(parts), 16000)
+    length = sum(len(p) for p in parts) / 16000
+    out, log = tmp_path / "out.wav", tmp_path / "events.jsonl"
+    proc = subprocess.Popen([*SPEECH, "translate", str(talk), "--source", "en", "--target", "es", "-o", str(out),
+                             "--log", str(log)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=REPO, env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"})
+    try:
+        seen = []
+        for line in proc.stdout:  # the first spoken piece: the pipeline runs and has read a while
+            seen.append(line)
+            if line.startswith("[spoken"):
+                break
+        proc.send_signal(signal.SIGINT)
+        rest, err = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+    stdout = "".join(seen) + rest
+    assert proc.returncode == 130, err
+    assert "Ctrl-C: input stopped; finishing what was heard" in err and "Traceback" not in err
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    end = next(r for r in records if r["kind"] == "end")
+    assert end["stopped"] == "SIGINT" and 1.0 < end["source_duration"] < length - 5.0, end
+    assert f"from the first {end['source_duration']:.1f} s of en audio (stopped by SIGINT)" in stdout
+    audio, rate = sf.read(str(out), dtype="float32")
+    assert len(audio) / rate > 1.0 and np.sqrt(np.mean(audio ** 2)) > 0.005
+    # nothing committed is lost: every translated word read before the stop is spoken
+    said = [w["text"] for r in records if r["kind"] == "update" and r["stage"] == "mt" for w in r["committed"]]
+    spoken = " ".join(r["text"] for r in records if r["kind"] == "audio" and r["stage"] == "tts").split()
+    assert said and spoken == said

@@ -123,6 +123,20 @@ def test_end_mid_word_delivers_every_committed_word_before_done():
     assert res.done["summary"]["ended_by_client"] is True
 
 
+def test_a_stop_sends_end_at_once_and_the_server_finishes_what_it_heard():
+    async def main():
+        async with server() as srv:
+            stop = asyncio.Event()  # what Ctrl-C sets in `speech stream`
+            asyncio.get_running_loop().call_later(1.35, stop.set)
+            return await stream_audio(srv.url, tone(5.0), 16000, "en", "es", speed=1.0, stop=stop)
+
+    res = run(main())
+    assert res.stopped and 1.2 <= res.sent_s <= 1.6, res.sent_s  # not the whole 5 s
+    assert res.committed("recognition")[:2] == ["w0", "w1"] and len(res.committed("recognition")) <= 3
+    assert res.committed("translation") == [w.upper() for w in res.committed("recognition")]
+    assert [e["type"] for e in res.events][-1] == "done" and res.done["summary"]["ended_by_client"] is True
+
+
 def test_opus_input_is_accepted():
     pytest.importorskip("opuslib")
 
