@@ -131,6 +131,18 @@ def find_paths(edges: list[Edge], source: str, target: str, max_hops: int = MAX_
     return sorted(found, key=lambda p: (len(p), path_spec(p)))
 
 
+def reachable(edges: list[Edge], source: str, max_hops: int = MAX_HOPS) -> set[str]:
+    """The languages a path of at most `max_hops` edges leads to from `source` (not itself)."""
+    by_source: dict[str, set[str]] = {}
+    for e in edges:
+        by_source.setdefault(e.source, set()).add(e.target)
+    seen, frontier = {source}, {source}
+    for _ in range(max_hops):
+        frontier = {t for lang in frontier for t in by_source.get(lang, ())} - seen
+        seen |= frontier
+    return seen - {source}
+
+
 def missing(registry, path: TranslationPath, options: dict | None = None) -> str | None:  # noqa: ANN001
     """Why `path` cannot run here (what is missing and how to install it), or None."""
     from .backends import engine_pairs, install_hint

@@ -157,6 +157,10 @@ function sendFrames(force) {
 }
 
 async function start() {
+  if (!chosenTargets().length) {
+    setStatus("choose a language to translate into", true);
+    return;
+  }
   $("start").disabled = true;
   setStatus("starting microphone ...");
   try {
@@ -214,7 +218,7 @@ function connect(resume) {
   };
   ws.onopen = () => {
     state.dropSince = 0;
-    const raw = $("target").value.split(",").map((t) => t.trim()).filter((t) => t);
+    const raw = chosenTargets();
     const hello = {
       type: "hello", version: 2, source: $("source").value, target: raw[0] || "es",
       sample_rate: state.ctx.sampleRate, codec: "pcm16", output_codec: "pcm16",
@@ -233,7 +237,7 @@ async function listen() {
   state.ctx = new AudioContext();
   const url = wsUrl("ws/listen");
   url.searchParams.set("session", $("listen-session").value.trim());
-  url.searchParams.set("target", $("target").value.trim());
+  url.searchParams.set("target", chosenTargets()[0] || "");
   if (params.get("token")) url.searchParams.set("token", params.get("token"));
   const ws = new WebSocket(url);
   ws.binaryType = "arraybuffer";
@@ -267,8 +271,10 @@ function stop() {
 $("start").addEventListener("click", start);
 $("stop").addEventListener("click", stop);
 $("listen-button").addEventListener("click", listen);
-if (params.get("source")) $("source").value = params.get("source");
-if (params.get("target")) $("target").value = params.get("target");
+if (params.get("source")) setSource(params.get("source"));
+if (params.get("target")) setTargets(params.get("target").split(",").map((t) => t.trim()).filter((t) => t));
+else setTargets(["es"]);
+loadLanguages(params.get("token"));
 if (params.get("listen")) {
   $("listen-session").value = params.get("listen");
   if (params.get("autostart") === "1") listen();

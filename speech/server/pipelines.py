@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Mapping
 
 import numpy as np
@@ -30,6 +30,7 @@ class RealPipeline:
     registry: Registry
     base: PipelineConfig
     english_asr_model: str | None = None
+    _languages: dict[str, list[dict[str, str]]] | None = field(default=None, init=False, repr=False)
 
     def config_for(self, hello: Hello) -> PipelineConfig:
         # pcm16 output is converted by the server itself; Opus needs the codec stage.
@@ -49,6 +50,12 @@ class RealPipeline:
     ) -> Session:
         return build_session(self.registry, self.config_for(hello), source, sink, clock=clock, log=log)
 
+    def languages(self) -> dict[str, list[dict[str, str]]]:
+        """What a speaker may ask for here (`GET /languages`, the page's pickers)."""
+        if self._languages is None:
+            self._languages = served_languages(self.registry, self.base)
+        return self._languages
+
     async def warm_up(self, hello: Hello, seconds: float = 1.5) -> None:
         """Run a short silent stream so every model is loaded before the first client waits."""
         rng = np.random.default_rng(0)
@@ -63,6 +70,42 @@ class RealPipeline:
 
         session = self(hello, source, {t: sink for t in hello.all_targets}, SimulatedClock(), EventLog(keep=False))
         await session.run()
+
+
+def served_languages(registry: Registry, base: PipelineConfig) -> dict[str, list[dict[str, str]]]:
+    """Source and target languages a session can take: each language with an installed path out
+    of it, and every language such a path reaches (for an operator's fixed path, its two ends; for
+    one engine, its own pairs), sources limited to English when the recogniser is English-only.
+    Each as {"code", "name"}, in the order of the language table; "pairs" maps each source to
+    the targets it reaches."""
+    from speech.asr.stage import recognizer_name
+    from speech.translate.graph import MAX_HOPS, installed_edges, is_path_spec, parse_path, reachable
+    from speech.translate.languages import NAMES
+
+    backend = base.mt_backend
+    if is_path_spec(backend):
+        path = parse_path(backend)
+        reach = {path[0].source: {path[-1].target}}
+    else:
+        # one engine asked for translates its own pairs, directly; an engine that does not list
+        # its pairs (a model of the user's) is not narrowed down
+        one = backend != "default" and ("translator", backend) in registry.specs
+        edges = installed_edges(registry, (backend,)) if one else []
+        hops = 1 if edges else MAX_HOPS
+        edges = edges or installed_edges(registry)
+        reach = {s: reachable(edges, s, hops) for s in {e.source for e in edges}}
+    model, local = recognizer_name(base.asr_model)
+    config = registry.config("recognizer", model, **local) if ("recognizer", model) in registry.specs else None
+    if config is not None and getattr(config, "language", "en") == "en":
+        reach = {s: t for s, t in reach.items() if s == "en"}  # an English-only recogniser
+    targets = set().union(*reach.values()) if reach else set()
+
+    def listed(codes: set[str]) -> list[dict[str, str]]:
+        return [{"code": c, "name": NAMES[c]} for c in NAMES if c in codes]
+
+    sources = listed({s for s, t in reach.items() if t})
+    return {"sources": sources, "targets": listed(targets),
+            "pairs": {s["code"]: [t["code"] for t in listed(reach[s["code"]])] for s in sources}}
 
 
 def load_factory(ref: str, registry: Registry, base: PipelineConfig) -> Any:

@@ -217,6 +217,9 @@ class SpeechServer:
                 return _json(HTTPStatus.SERVICE_UNAVAILABLE, {"status": "closing" if self._closing else "full",
                                                               "protocol": P.VERSION, **replica})
             return _json(HTTPStatus.OK, {"status": "ok", "protocol": P.VERSION, **replica})
+        if url.path == "/languages":
+            languages = getattr(self.pipeline, "languages", None)
+            return _json(HTTPStatus.OK, languages() if languages is not None else _all_languages())
         if url.path == "/metrics":
             if self.config.token and not self._http_token_ok(request):
                 return _text(HTTPStatus.UNAUTHORIZED, "pass ?token=... or Authorization: Bearer ...\n")
@@ -256,3 +259,11 @@ def _json(status: HTTPStatus, body: dict) -> Response:
 
 def _text(status: HTTPStatus, body: str) -> Response:
     return Response(status.value, status.phrase, Headers([("Content-Type", "text/plain; charset=utf-8")]), body.encode())
+
+
+def _all_languages() -> dict[str, list[dict[str, str]]]:
+    """Every language of the table, for a pipeline factory that does not say which it serves."""
+    from speech.translate.languages import NAMES
+
+    listed = [{"code": c, "name": n} for c, n in NAMES.items()]
+    return {"sources": listed, "targets": listed, "pairs": {c: [t for t in NAMES if t != c] for c in NAMES}}

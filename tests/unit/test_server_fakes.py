@@ -176,3 +176,21 @@ def fake_pipeline(hello, source, sink, clock, log) -> Session:
 def make_fake_factory(registry, base):
     """For `speech serve --pipeline tests.unit.test_server_fakes:make_fake_factory`."""
     return fake_pipeline
+
+
+class NarrowFakePipeline:
+    """The fake pipeline, serving two sources only (what the page's language pickers must follow)."""
+
+    def __call__(self, *args, **kwargs):
+        return fake_pipeline(*args, **kwargs)
+
+    def languages(self) -> dict:
+        names = {"en": "English", "es": "Spanish", "pt": "Portuguese"}
+        listed = lambda codes: [{"code": c, "name": names[c]} for c in codes]  # noqa: E731
+        return {"sources": listed(["en", "es"]), "targets": listed(["en", "es", "pt"]),
+                "pairs": {"en": ["es", "pt"], "es": ["en"]}}
+
+
+def make_narrow_fake_factory(registry, base):
+    """For `speech serve --pipeline tests.unit.test_server_fakes:make_narrow_fake_factory`."""
+    return NarrowFakePipeline()

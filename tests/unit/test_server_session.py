@@ -307,9 +307,10 @@ def test_http_routes():
 
             await stream_audio(srv.url, tone(1.0), 16000, "en", "es", speed=0, token="tok")
             return [await asyncio.to_thread(get, p) for p in
-                    ("/healthz", "/metrics", "/metrics?token=tok", "/", "/../../etc/passwd", "/nope.js")]
+                    ("/healthz", "/metrics", "/metrics?token=tok", "/", "/../../etc/passwd", "/nope.js",
+                     "/languages")]
 
-    health, metrics_noauth, metrics, page, traversal, missing = run(main())
+    health, metrics_noauth, metrics, page, traversal, missing, languages = run(main())
     assert health[0] == 200 and json.loads(health[2])["status"] == "ok"
     assert metrics_noauth[0] == 401
     m = json.loads(metrics[2])
@@ -317,6 +318,10 @@ def test_http_routes():
     assert m["lag_s"]["count"] > 0 and m["rss_bytes"] > 0
     assert page[0] == 200 and page[1].startswith("text/html") and b"<html" in page[2].lower()
     assert traversal[0] == 404 and missing[0] == 404
+    # a pipeline that does not say which languages it serves: the whole language table
+    served = json.loads(languages[2])
+    assert languages[0] == 200 and [x["code"] for x in served["sources"]][:3] == ["en", "es", "pt"]
+    assert "en" not in served["pairs"]["en"] and "es" in served["pairs"]["en"]
 
 
 def test_unavailable_pair_is_a_clear_error():
