@@ -69,6 +69,7 @@ class TranslationResult:
     records: list[dict]
     boundaries: list[int]
     stopped: str = ""  # the signal that stopped the input early ("SIGINT", "SIGTERM"); "" if read to its end
+    peak: float = 0.0  # the input's loudest sample (full scale 1.0), as the recogniser got it
 
 
 async def translate_file(
@@ -131,6 +132,7 @@ async def translate_file_targets(
     step = max(1, 1000 // config.chunk_ms)  # redraw once per second of source
     fed = [0]
     fed_end = [0.0]
+    peak = [0.0]
     from .interrupt import InputStop
 
     stop = InputStop(bar) if stop_on_signal else None
@@ -140,6 +142,8 @@ async def translate_file_targets(
             await outbox.put(chunk)
             fed[0] += 1
             fed_end[0] = chunk.end
+            if len(chunk.samples):
+                peak[0] = max(peak[0], float(abs(chunk.samples).max()))
             if bar.tty and fed[0] % step == 0:
                 spoken = sum(sink.chunks for sink in sinks.values())
                 bar.update(step, status=f"{spoken} chunks spoken")
@@ -177,7 +181,7 @@ async def translate_file_targets(
         records = [r for r in log.records if r.get("target", target) == target]
         spoken = [r["text"] for r in records if r.get("kind") == "audio" and r.get("stage") == "tts"]
         results[target] = TranslationResult(sink.render(), sink.sample_rate or 24000, sink.chunks, " ".join(spoken),
-                                            duration, wall, records, sink.boundaries(), stopped)
+                                            duration, wall, records, sink.boundaries(), stopped, peak[0])
     return results
 
 
@@ -293,9 +297,23 @@ def run(args: argparse.Namespace) -> int:
             if note := fell_behind(stats.get("words_relief", 0), stats.get("words_skipped", 0)):
                 print(note)
             label = "spoken" if len(targets) == 1 else f"spoken ({target})"
-            print(f"{label}: {result.text or f'nothing (no speech was recognised in {args.input})'}", file=sys.stdout)
+            print(f"{label}: {result.text or nothing_heard(args.input, result.peak)}", file=sys.stdout)
     stopped = next(iter(results.values())).stopped
     return 128 + signal.Signals[stopped].value if stopped else 0  # the shell's code for a stopped command
+
+
+def nothing_heard(path: str, peak: float) -> str:
+    """What to say when no speech was recognised: a recording too quiet for the speech detector
+    (its loudest sample under -40 dBFS; speech peaking at -45 dBFS is still found) gets a hint."""
+    import math
+
+    said = f"nothing (no speech was recognised in {path})"
+    if 0.0 < peak < 0.01:
+        said += (f"; its loudest sample is at {20 * math.log10(peak):.0f} dBFS, and speech that quiet is taken "
+                 "for silence: raise its level (e.g. sox IN OUT gain -n -3) and run it again")
+    elif peak == 0.0:
+        said += "; it is digital silence"
+    return said
 
 
 def _play(samples, rate: int) -> None:

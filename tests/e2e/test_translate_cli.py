@@ -84,8 +84,24 @@ def test_a_silent_recording_says_that_nothing_was_recognised(tmp_path):
     done = speech("translate", str(silent), "--source", "en", "--target", "es", "--output", str(tmp_path / "out.wav"))
     assert done.returncode == 0, done.stderr
     assert f"spoken: nothing (no speech was recognised in {silent})" in done.stdout
-    assert "from 3.0 s of en audio" in done.stdout
+    assert "from 3.0 s of en audio" in done.stdout and "it is digital silence" in done.stdout
     assert sf.info(str(tmp_path / "out.wav")).frames == 0
+
+
+def test_speech_too_quiet_to_be_found_gets_a_hint_to_raise_its_level(tmp_path):
+    import soundfile as sf
+
+    from tests.conftest import FLEURS
+
+    clip = FLEURS / "fleurs-en-003.ogg"  # speech peaking at -45 dBFS, which is still recognised
+    require_data(clip)
+    audio, rate = sf.read(str(clip), dtype="float32")
+    quiet = tmp_path / "quiet.wav"
+    sf.write(str(quiet), audio * 0.1, rate, subtype="FLOAT")  # -65 dBFS
+    done = speech("translate", str(quiet), "--source", "en", "--target", "es", "--output", str(tmp_path / "out.wav"))
+    assert done.returncode == 0, done.stderr
+    assert "nothing (no speech was recognised" in done.stdout
+    assert "its loudest sample is at -65 dBFS" in done.stdout and "raise its level" in done.stdout
 
 
 @pytest.mark.slow
