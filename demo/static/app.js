@@ -20,8 +20,10 @@ const state = {
   // resume: the session, the last event seen, and the frames not yet known to have arrived
   session: null, resumeToken: "", lastSeq: 0, frames: [], frameBase: 0, streaming: false,
   endSent: false, dropSince: 0, retryDelay: 200, shownTarget: null, listening: false,
+  peaks: [], // the loudest sample of each of the last LEVEL_FRAMES frames
 };
 const KEEP_FRAMES = 600; // 60 s of frames kept for a resume
+const LEVEL_FRAMES = 20; // the mic level shown is the loudest sample of the last 2 s
 
 function setStatus(text, isError) {
   const el = $("status");
@@ -140,20 +142,34 @@ function sendFrames(force) {
     const n = Math.min(frameSamples, state.pendingSamples);
     const pcm = new Int16Array(n);
     let filled = 0;
+    let peak = 0;
     while (filled < n) {
       const head = state.pending[0];
       const take = Math.min(head.length, n - filled);
-      for (let i = 0; i < take; i++) pcm[filled + i] = Math.max(-1, Math.min(1, head[i])) * 32767;
+      for (let i = 0; i < take; i++) {
+        pcm[filled + i] = Math.max(-1, Math.min(1, head[i])) * 32767;
+        peak = Math.max(peak, Math.abs(head[i]));
+      }
       filled += take;
       if (take === head.length) state.pending.shift(); else state.pending[0] = head.subarray(take);
     }
     state.pendingSamples -= n;
+    state.peaks.push(peak);
+    if (state.peaks.length > LEVEL_FRAMES) state.peaks.shift();
     state.frames.push(pcm.buffer);
     if (state.frames.length > KEEP_FRAMES) { state.frames.shift(); state.frameBase += 1; }
     if (state.streaming && state.ws && state.ws.readyState === WebSocket.OPEN) state.ws.send(pcm.buffer);
     state.sentSamples += n;
   }
   $("sent-seconds").textContent = (state.sentSamples / state.ctx.sampleRate).toFixed(1);
+  showLevel();
+}
+
+function showLevel() {
+  const peak = Math.max(0, ...state.peaks);
+  const db = peak > 0 ? Math.max(-99, 20 * Math.log10(peak)) : -99;
+  $("mic-meter").value = Math.max(-60, db);
+  $("mic-level").textContent = db <= -99 ? "silent" : db.toFixed(0);
 }
 
 async function start() {

@@ -97,6 +97,7 @@ async def page_state(devtools_port: int, timeout: float) -> dict:
         lag: document.getElementById('lag').textContent,
         relief: +document.getElementById('relief-words').textContent,
         unspoken: +document.getElementById('unspoken-words').textContent,
+        micLevel: document.getElementById('mic-level').textContent,
         done: document.body.dataset.done === '1'})"""
     async with connect(page["webSocketDebuggerUrl"], max_size=None) as ws:
         deadline = time.monotonic() + timeout
@@ -153,6 +154,7 @@ def test_page_shows_translation_and_plays_audio_fake_pipeline():
     assert state["frames"] == len(words) and state["audioSeconds"] > 0.4
     assert state["tentativeStyle"] == "italic"
     assert 2.5 <= state["sent"] <= 4.0
+    assert -20 <= float(state["micLevel"]) <= 0, state  # the clip peaks at -7 dBFS
 
 
 @pytest.mark.parametrize("behind", ["relief", "unspoken"])
