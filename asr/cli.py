@@ -96,15 +96,35 @@ def run(args: argparse.Namespace) -> int:
             transcript.apply(update)
             printer.show(update.committed_text, update.tentative_text, update.final)
 
+    from speech.interrupt import InputStop
+
+    stop = InputStop()  # Ctrl-C ends the input; what was heard is still transcribed
+    read_to = [0.0]
+
+    async def read(outbox) -> None:  # type: ignore[no-untyped-def]
+        class Counted:
+            async def put(self, chunk) -> None:  # type: ignore[no-untyped-def]
+                await outbox.put(chunk)
+                read_to[0] = chunk.end
+
+        await stop.until_stopped(source(Counted()))
+
+    async def main() -> None:
+        stop.install()
+        try:
+            await session.run()
+        finally:
+            stop.remove()
+
     try:
-        session = build_session(registry, config, source, sink, clock=clock, log=log)
+        session = build_session(registry, config, read, sink, clock=clock, log=log)
         if hasattr(clock, "restart"):
             clock.restart()
-        asyncio.run(session.run())
+        asyncio.run(main())
     finally:
         log.close()
     stats = next((r for r in log.records if r["kind"] == "stats" and r.get("stage") == "asr"), {})
-    duration = source.duration
+    duration = read_to[0] if stop.cut else source.duration
     compute = stats.get("compute_s", 0.0)
     lags = [u["source_time"] - w["end"] for u in log.records if u["kind"] == "update"
             for w in u["committed"] if "end" in w]
@@ -113,4 +133,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"--- {len(transcript.committed)} words, {updates} updates, {duration:.1f} s of audio, "
           f"RTF {compute / max(duration, 1e-9):.2f}, median commit lag {median} "
           f"(after the word's own end time)", file=sys.stderr)
+    if stop.cut:
+        import signal
+
+        print(f"stopped by {stop.cut} after {duration:.1f} s of {args.input}", file=sys.stderr)
+        return 128 + signal.Signals[stop.cut].value
     return 0

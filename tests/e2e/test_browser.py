@@ -76,15 +76,17 @@ def start_chromium(url: str, wav: Path, profile: Path) -> tuple[subprocess.Popen
     raise AssertionError("chromium did not start its DevTools endpoint")
 
 
+def devtools_pages(devtools_port: int) -> list[dict]:
+    """The pages Chromium has open, from its DevTools endpoint."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{devtools_port}/json/list", timeout=5) as r:
+        return [t for t in json.loads(r.read()) if t["type"] == "page"]
+
+
 async def page_state(devtools_port: int, timeout: float) -> dict:
     """Poll the page through DevTools until it says done (or the timeout); return what it shows."""
     from websockets.asyncio.client import connect
 
-    def targets():
-        with urllib.request.urlopen(f"http://127.0.0.1:{devtools_port}/json/list", timeout=5) as r:
-            return json.loads(r.read())
-
-    page = next(t for t in await asyncio.to_thread(targets) if t["type"] == "page")
+    page = (await asyncio.to_thread(devtools_pages, devtools_port))[0]
     expr = """JSON.stringify({
         status: document.getElementById('status').textContent,
         source: document.getElementById('source-committed').textContent,
@@ -264,12 +266,9 @@ def test_listener_page_hears_a_speaker_page_fake_pipeline():
             url = f"http://127.0.0.1:{port}/?autostart=1&seconds=6&source=en&target=es,pt"
             browser, devtools = start_chromium(url, wav, Path(tmp) / "profile")
 
-            def pages():
-                with urllib.request.urlopen(f"http://127.0.0.1:{devtools}/json/list", timeout=5) as r:
-                    return [t for t in json.loads(r.read()) if t["type"] == "page"]
 
             async def main():
-                speaker = (await asyncio.to_thread(pages))[0]
+                speaker = (await asyncio.to_thread(devtools_pages, devtools))[0]
                 ready = await evaluate(speaker["webSocketDebuggerUrl"], expr, lambda v: v["session"], 40)
                 assert ready.get("session"), ready
                 listen = f"http://127.0.0.1:{port}/?listen={ready['session']}&target=pt&autostart=1"
@@ -326,12 +325,9 @@ def test_speaker_page_resumes_its_session_fake_pipeline():
             url = f"http://127.0.0.1:{port}/?autostart=1&seconds=4&source=en&target=es"
             browser, devtools = start_chromium(url, wav, Path(tmp) / "profile")
 
-            def pages():
-                with urllib.request.urlopen(f"http://127.0.0.1:{devtools}/json/list", timeout=5) as r:
-                    return [t for t in json.loads(r.read()) if t["type"] == "page"]
 
             async def main():
-                page = (await asyncio.to_thread(pages))[0]["webSocketDebuggerUrl"]
+                page = (await asyncio.to_thread(devtools_pages, devtools))[0]["webSocketDebuggerUrl"]
                 before = await evaluate(page, expr, lambda v: len(v["source"].split()) >= 3, 40)
                 await evaluate(page, drop, lambda v: True, 5)
                 after = await evaluate(page, expr, lambda v: v["done"] or "error" in v["status"], 40)
@@ -373,12 +369,9 @@ def test_language_pickers_offer_what_the_server_serves_fake_pipeline(tmp_path):
         browser, devtools = start_chromium(f"http://127.0.0.1:{port}/?source=en&target=pt,es",
                                            tmp_path / "none.wav", tmp_path / "profile")
 
-        def pages():
-            with urllib.request.urlopen(f"http://127.0.0.1:{devtools}/json/list", timeout=5) as r:
-                return [t for t in json.loads(r.read()) if t["type"] == "page"]
 
         async def main():
-            page = (await asyncio.to_thread(pages))[0]["webSocketDebuggerUrl"]
+            page = (await asyncio.to_thread(devtools_pages, devtools))[0]["webSocketDebuggerUrl"]
             first = await evaluate(page, expr, lambda v: v.get("sources") == ["en", "es"], 30)
             await evaluate(page, pick_spanish, lambda v: True, 5)
             after = await evaluate(page, expr, lambda v: "choose" in v.get("status", ""), 10)

@@ -73,3 +73,42 @@ def test_bench_asr_json(librivox, tmp_path):
 def test_transcribe_bad_policy_option_names_the_known_ones():
     out = speech("transcribe", str(CLIP), "--model", "pocketsphinx", "--policy", "stable:foo=1")
     assert out.returncode == 2 and "margin_s" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_ctrl_c_ends_the_input_and_still_transcribes_what_was_heard(librivox, tmp_path):
+    """The first SIGINT stops reading the file; what was read is transcribed to its end (the last
+    update ends the stream), the summary says how much was read, and the exit status is 130."""
+    import signal
+    import time
+
+    import numpy as np
+    import soundfile as sf
+
+    parts = []
+    for clip in sorted(LIBRIVOX.glob("*.wav")):
+        audio, rate = sf.read(str(clip), dtype="float32")
+        parts.append(audio if audio.ndim == 1 else audio.mean(axis=1))
+    talk = tmp_path / "talk.wav"
+    sf.write(str(talk), np.concatenate(parts), rate)
+    length = sum(len(p) for p in parts) / rate
+    log = tmp_path / "events.jsonl"
+    proc = subprocess.Popen(SPEECH + ["transcribe", str(talk), "--model", "whisper-tiny.en", "--log", str(log)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # the first committed words: the input is being read
+            records = [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
+            if any(r["kind"] == "update" and r["committed"] for r in records):
+                break
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    read = float(err.split("stopped by SIGINT after ")[1].split(" s")[0])
+    assert 1.0 < read < length - 5.0, (read, length)
+    records = [json.loads(x) for x in log.read_text().splitlines()]
+    last = [r for r in records if r["kind"] == "update"][-1]
+    assert last["end_of_stream"] and len(out.split()) >= 3 and "Traceback" not in err
+    assert max(r["end"] for r in records if r["kind"] == "input") <= read + 0.01
