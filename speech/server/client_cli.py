@@ -38,6 +38,7 @@ class Printer:
         self.as_json = as_json
         self.tty = sys.stdout.isatty()
         self.words: dict[str, list[str]] = {"recognition": []}
+        self.shown: dict[str, str] = {}  # the last line printed per stream: an update that changes nothing is not repeated
 
     def __call__(self, event: dict) -> None:
         kind = event["type"]
@@ -53,7 +54,10 @@ class Printer:
                 tail = " ".join(event["tentative"])
                 dim = f" \x1b[2m{tail}\x1b[0m" if self.tty and tail else (f" [{tail}]" if tail else "")
                 lag = f"  (lag {event['lag']:.2f} s)" if event.get("lag") is not None else ""
-                print(f"{tag}: {' '.join(words)}{dim}{lag}", flush=True)
+                line = f"{tag}: {' '.join(words)}{dim}"
+                if line != self.shown.get(key):
+                    self.shown[key] = line
+                    print(line + lag, flush=True)
         elif kind == "ready" and event.get("resumed"):
             print(f"resumed session {event['session']} after a dropped connection", file=sys.stderr, flush=True)
         elif kind == "ready" and event.get("listen"):
