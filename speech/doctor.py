@@ -44,6 +44,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", metavar="GROUP", action="append", default=[],
                         help="run only these groups (repeatable): recognition, translation, synthesis, audio, "
                              "tests, servers")
+    parser.add_argument("--speed", action="store_true",
+                        help="also measure how fast this machine runs the recognisers and each language's default "
+                             "voice, and say which voices keep up live (loads the models: about a minute)")
 
 
 def _version(dist: str) -> str | None:
@@ -294,8 +297,10 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--only {unknown[0]}: groups are {', '.join(GROUPS)}")
     checks = run_checks(args.only or None)
     missing_required = [c for c in checks if c.required and not c.ok]
+    speed = measure_speed() if args.speed else None
     if args.json:
-        print(json.dumps([asdict(c) for c in checks], indent=1))
+        listed = [asdict(c) for c in checks]
+        print(json.dumps(listed if speed is None else {"checks": listed, "speed": speed.to_json()}, indent=1))
         return 1 if missing_required else 0
     group = None
     for c in checks:
@@ -307,6 +312,10 @@ def run(args: argparse.Namespace) -> int:
         if not c.ok and c.fix:
             print(f"           install: {c.fix}")
     optional = sum(1 for c in checks if not c.required and not c.ok)
+    if speed is not None:
+        from .speedcheck import print_report
+
+        print_report(speed)
     print()
     if missing_required:
         print(f"speech doctor: {len(missing_required)} piece(s) the defaults need are missing "
@@ -316,3 +325,14 @@ def run(args: argparse.Namespace) -> int:
     print(f"speech doctor: everything the defaults need is usable"
           + (f" ({optional} optional piece(s) absent)" if optional else ""))
     return 0
+
+
+def measure_speed():  # noqa: ANN201 - speedcheck.SpeedReport
+    """`--speed`: the recognisers and voices measured on this machine (progress on stderr)."""
+    from .backends import default_registry
+    from .speedcheck import run_speed_check
+
+    def say(what: str) -> None:
+        print(f"speech doctor: measuring {what} ...", file=sys.stderr, flush=True)
+
+    return run_speed_check(default_registry(), progress=say)

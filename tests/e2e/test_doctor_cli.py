@@ -60,3 +60,25 @@ def test_unknown_group_is_one_line():
     r = subprocess.run([sys.executable, "-m", "speech.cli", "doctor", "--only", "gpu"], capture_output=True,
                        text=True, cwd=REPO, timeout=60)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "recognition" in r.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("apertium") is None, reason="not a set-up machine (scripts/setup.sh)")
+def test_speed_measures_the_recognisers_and_every_default_voice_and_says_which_keep_up():
+    r = speech_doctor("--only", "audio", "--speed", "--json")
+    assert r.returncode == 0, r.stderr
+    assert "speech doctor: measuring recogniser whisper-base ..." in r.stderr
+    report = json.loads(r.stdout)
+    assert {c["group"] for c in report["checks"]} == {"audio"}
+    speed = report["speed"]
+    assert not speed["failed"], speed["failed"]
+    assert [x["engine"] for x in speed["recognisers"]] == ["whisper-base", "whisper-tiny.en"]
+    assert all(9.0 < x["audio_s"] < 18.0 and 0.0 < x["rtf"] < 5.0 for x in speed["recognisers"])
+    voices = {x["name"]: x for x in speed["voices"]}
+    assert set(voices) == {"en", "es", "pt", "fr", "de", "it", "ca", "gl"}
+    assert voices["en"]["engine"] == "piper-joe" and all(2.0 < x["audio_s"] < 12.0 for x in voices.values())
+    assert all(0.0 < x["first_audio_s"] <= x["rtf"] * x["audio_s"] + 1e-6 for x in voices.values())
+    base = speed["recognisers"][0]["rtf"]
+    for name, verdict in speed["live"].items():  # the verdict follows the measured sum
+        total = base + voices[name]["rtf"]
+        assert verdict.startswith("falls behind" if total > 1.0 else "keeps up"), (name, total, verdict)

@@ -1,0 +1,148 @@
+"""`speech doctor --speed`: how fast this machine runs the default recognisers and voices, and
+whether each default voice keeps up live beside the recogniser.
+
+Everything is measured here, on speech the project makes itself (the English voice reads a
+paragraph for the recognisers; each voice reads one sentence of its language), so the check needs
+no recording. RTF = compute seconds / seconds of audio, each engine measured alone after one
+warm-up call. Live, the recogniser and the voice share the cores, so a pair keeps up when the sum
+of their RTFs stays under 1 with room to spare; above it the listener falls behind and the relief
+voice (eSpeak NG) speaks what the voice cannot say in time (docs/synthesis.md).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+# What the voices read: one sentence each, about as long as the chunker's longest piece (10 words).
+SENTENCES = {
+    "en": "The weather was fine this morning, so we walked to the old market by the river.",
+    "es": "Hacía buen tiempo esta mañana, así que fuimos andando al viejo mercado junto al río.",
+    "pt": "O tempo estava bom esta manhã, então fomos a pé ao velho mercado perto do rio.",
+    "fr": "Il faisait beau ce matin, alors nous sommes allés à pied au vieux marché près de la rivière.",
+    "de": "Das Wetter war heute Morgen schön, also gingen wir zu Fuß zum alten Markt am Fluss.",
+    "it": "Stamattina il tempo era bello, così siamo andati a piedi al vecchio mercato vicino al fiume.",
+    "ca": "Aquest matí feia bon temps, així que vam anar a peu al vell mercat a prop del riu.",
+    "gl": "Esta mañá facía bo tempo, así que fomos a pé ao vello mercado preto do río.",
+}
+# What the recognisers hear: the English voice reading a short paragraph (about 12 s).
+PARAGRAPH = ("The weather was fine this morning, so we walked to the old market by the river. "
+             "Most of the stalls were still closed, but the baker had already sold half of his bread. "
+             "We bought two loaves and some cheese, and then we sat on a bench near the water.")
+RECOGNISERS = ("whisper-base", "whisper-tiny.en")
+KEEPS_UP = 0.8  # the sum of RTFs under which a pair keeps up live with room to spare
+JUST = 1.0
+
+
+@dataclass
+class Measured:
+    name: str  # what was measured: a recogniser ("whisper-base") or a target language ("pt")
+    engine: str  # the recogniser or synthesiser
+    rtf: float
+    audio_s: float
+    first_audio_s: float | None = None  # voices: from the call to the first sample of a sentence
+
+
+@dataclass
+class SpeedReport:
+    recognisers: list[Measured] = field(default_factory=list)
+    voices: list[Measured] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)  # "what: why" for an engine that could not run
+
+    def verdicts(self) -> list[tuple[str, str]]:
+        """(target language, what its listeners live through live, beside whisper-base)."""
+        base = next((r for r in self.recognisers if r.engine == "whisper-base"), None)
+        if base is None:
+            return []
+        out = []
+        for v in self.voices:
+            total = base.rtf + v.rtf
+            if total <= KEEPS_UP:
+                say = f"keeps up live (RTF {base.rtf:.2f} + {v.rtf:.2f} = {total:.2f})"
+            elif total <= JUST:
+                say = f"keeps up live with little room (RTF {base.rtf:.2f} + {v.rtf:.2f} = {total:.2f})"
+            else:
+                say = (f"falls behind live (RTF {base.rtf:.2f} + {v.rtf:.2f} = {total:.2f} > 1): eSpeak NG speaks "
+                       f"what {v.engine} cannot say in time; --voice espeak keeps up")
+            out.append((v.name, say))
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {"recognisers": [asdict(r) for r in self.recognisers], "voices": [asdict(v) for v in self.voices],
+                "failed": self.failed, "live": dict(self.verdicts())}
+
+
+def measure_voice(registry: Any, language: str, text: str) -> Measured:
+    from speech.tts.backends import create_synthesizer, synthesizer_name
+
+    synth = create_synthesizer(registry, language)
+    list(synth.synthesize(text.split(",")[0]))  # warm-up: models and phonemisers load on the first call
+    t0 = time.perf_counter()
+    first = None
+    samples = 0
+    rate = 1
+    for chunk in synth.synthesize(text):
+        if first is None:
+            first = time.perf_counter() - t0
+        samples += len(chunk.samples)
+        rate = chunk.sample_rate
+    took = time.perf_counter() - t0
+    audio = samples / rate
+    return Measured(language, synthesizer_name(language), took / max(audio, 1e-9), audio, first)
+
+
+def measure_recogniser(registry: Any, model: str, samples: Any, rate: int) -> Measured:
+    from speech.asr.evaluate import stream
+
+    stream(registry, model, "default", "en", samples[: rate * 2], rate)  # warm-up: the model loads
+    result = stream(registry, model, "default", "en", samples, rate)
+    audio = len(samples) / rate
+    return Measured(model, model, result.compute_s / audio, audio)
+
+
+def run_speed_check(registry: Any, languages: tuple[str, ...] = tuple(SENTENCES),
+                    progress: Callable[[str], None] | None = None) -> SpeedReport:
+    """Measure the recognisers on the English voice's paragraph, then each language's default voice."""
+    import numpy as np
+
+    from speech.tts.backends import create_synthesizer
+
+    say = progress or (lambda _: None)
+    report = SpeedReport()
+    say("the English voice reads a paragraph for the recognisers")
+    chunks = list(create_synthesizer(registry, "en").synthesize(PARAGRAPH))
+    samples = np.concatenate([c.samples for c in chunks]).astype(np.float32)
+    rate = chunks[0].sample_rate
+    for model in RECOGNISERS:
+        say(f"recogniser {model}")
+        try:
+            report.recognisers.append(measure_recogniser(registry, model, samples, rate))
+        except Exception as e:  # noqa: BLE001 - a missing engine is reported, the rest still measured
+            report.failed.append(f"{model}: {type(e).__name__}: {e}")
+    for language in languages:
+        say(f"voice {language}")
+        try:
+            report.voices.append(measure_voice(registry, language, SENTENCES[language]))
+        except Exception as e:  # noqa: BLE001
+            report.failed.append(f"voice {language}: {type(e).__name__}: {e}")
+    return report
+
+
+def print_report(report: SpeedReport, out: Any = sys.stdout) -> None:
+    import os
+
+    out.write(f"\nspeed (measured here, {os.cpu_count()} cores; RTF = compute seconds / audio seconds)\n")
+    for r in report.recognisers:
+        out.write(f"  {r.name:24} RTF {r.rtf:.2f}  ({r.audio_s:.1f} s of English speech)\n")
+    for v in report.voices:
+        first = f", first audio of a sentence after {v.first_audio_s:.2f} s" if v.first_audio_s is not None else ""
+        out.write(f"  {'voice ' + v.name + ' (' + v.engine + ')':24} RTF {v.rtf:.2f}{first}\n")
+    for what in report.failed:
+        out.write(f"  could not measure {what}\n")
+    verdicts = report.verdicts()
+    if verdicts:
+        out.write("live, into each language, beside whisper-base:\n")
+        for name, say in verdicts:
+            out.write(f"  {name:4} {say}\n")
