@@ -40,7 +40,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--asr-model", default="whisper-base",
                         help="recogniser (default whisper-base: multilingual, any source language)")
     parser.add_argument("--fast-english", action="store_true",
-                        help="sessions whose hello says English use whisper-tiny.en (faster, English only)")
+                        help="sessions whose hello says English use whisper-tiny.en (English only: commits "
+                             "sooner, translates a little worse)")
     parser.add_argument("--resume-grace", type=float, default=30.0, metavar="SECONDS",
                         help="how long a dropped speaker may resume its session (default 30; 0: no resume)")
     parser.add_argument("--max-listeners", type=int, default=100,
