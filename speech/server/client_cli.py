@@ -91,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise UserError(f"--target: {e}") from None
     outputs = wav_outputs(args.output, targets) if args.output else {}  # refused before streaming
+
     async def streamed():
         from ..interrupt import InputStop
 
