@@ -92,6 +92,7 @@ function onReady(event) {
     const page = new URL(location.pathname, location.href);
     page.searchParams.set("listen", event.session);
     page.searchParams.set("target", target);
+    page.searchParams.set("source", $("source").value);
     if (params.get("token")) page.searchParams.set("token", params.get("token"));
     const a = document.createElement("a");
     a.href = page.toString();
@@ -247,6 +248,10 @@ function connect(resume) {
 }
 
 async function listen() {
+  if (!chosenTargets().length) {
+    setStatus("choose a language to listen in", true);
+    return;
+  }
   $("listen-button").disabled = true;
   $("start").disabled = true;
   state.listening = true;
@@ -287,6 +292,11 @@ function stop() {
 $("start").addEventListener("click", start);
 $("stop").addEventListener("click", stop);
 $("listen-button").addEventListener("click", listen);
+$("listen-session").addEventListener("input", () => { // listening: any language of the talk may be chosen
+  LANGUAGES.anySource = Boolean($("listen-session").value.trim());
+  markReachable();
+});
+if (params.get("listen")) LANGUAGES.anySource = true; // a listener picks a language of someone else's talk
 if (params.get("source")) setSource(params.get("source"));
 if (params.get("target")) setTargets(params.get("target").split(",").map((t) => t.trim()).filter((t) => t));
 else setTargets(["es"]);

@@ -10,6 +10,7 @@ const LANGUAGES = {
   names: { en: "English", es: "Spanish", pt: "Portuguese", de: "German", fr: "French", it: "Italian",
            ca: "Catalan", gl: "Galician", ro: "Romanian" },
   pairs: null, // source -> targets a path reaches; null: any
+  anySource: false, // listener mode: the talk's source is the speaker's, so no target is ruled out
 };
 
 function chosenTargets() {
@@ -33,7 +34,7 @@ function markReachable() {
   const source = document.getElementById("source").value;
   const reach = LANGUAGES.pairs && LANGUAGES.pairs[source];
   for (const box of document.querySelectorAll("#targets input")) {
-    box.disabled = box.value === source || (reach ? !reach.includes(box.value) : false);
+    box.disabled = !LANGUAGES.anySource && (box.value === source || (reach ? !reach.includes(box.value) : false));
     box.parentElement.title = box.disabled ? `not served from ${LANGUAGES.names[source] || source}` : "";
   }
   const kept = chosenTargets().filter((t) => {

@@ -243,6 +243,14 @@ async def evaluate(page_ws: str, expr: str, until, timeout: float) -> dict:
     return value
 
 
+async def act_between(devtools_port: int, expr: str, ready, action: str, done, timeout: float) -> tuple[dict, dict]:
+    """On the first page: `expr` once `ready(value)`, then run `action`, then `expr` once `done(value)`."""
+    page = (await asyncio.to_thread(devtools_pages, devtools_port))[0]["webSocketDebuggerUrl"]
+    before = await evaluate(page, expr, ready, timeout)
+    await evaluate(page, action, lambda v: True, 5)
+    return before, await evaluate(page, expr, done, timeout)
+
+
 def test_listener_page_hears_a_speaker_page_fake_pipeline():
     """A speaker page (fake microphone) speaks es and pt; a second page listens to pt."""
     require_data(FLEURS)
@@ -326,14 +334,8 @@ def test_speaker_page_resumes_its_session_fake_pipeline():
             browser, devtools = start_chromium(url, wav, Path(tmp) / "profile")
 
 
-            async def main():
-                page = (await asyncio.to_thread(devtools_pages, devtools))[0]["webSocketDebuggerUrl"]
-                before = await evaluate(page, expr, lambda v: len(v["source"].split()) >= 3, 40)
-                await evaluate(page, drop, lambda v: True, 5)
-                after = await evaluate(page, expr, lambda v: v["done"] or "error" in v["status"], 40)
-                return before, after
-
-            before, after = asyncio.run(main())
+            before, after = asyncio.run(act_between(devtools, expr, lambda v: len(v["source"].split()) >= 3, drop,
+                                                    lambda v: v["done"] or "error" in v["status"], 40))
         finally:
             if browser is not None:
                 browser.kill()
@@ -370,14 +372,15 @@ def test_language_pickers_offer_what_the_server_serves_fake_pipeline(tmp_path):
                                            tmp_path / "none.wav", tmp_path / "profile")
 
 
-        async def main():
-            page = (await asyncio.to_thread(devtools_pages, devtools))[0]["webSocketDebuggerUrl"]
-            first = await evaluate(page, expr, lambda v: v.get("sources") == ["en", "es"], 30)
-            await evaluate(page, pick_spanish, lambda v: True, 5)
-            after = await evaluate(page, expr, lambda v: "choose" in v.get("status", ""), 10)
-            return first, after
+        first, after = asyncio.run(act_between(devtools, expr, lambda v: v.get("sources") == ["en", "es"],
+                                               pick_spanish, lambda v: "choose" in v.get("status", ""), 30))
+        # a listener's link: the talk's own source decides, so English stays chosen on an English page
+        from urllib.parse import quote
 
-        first, after = asyncio.run(main())
+        listen = f"http://127.0.0.1:{port}/?listen=SESSION&target=en"
+        request = urllib.request.Request(f"http://127.0.0.1:{devtools}/json/new?{quote(listen, safe='')}", method="PUT")
+        page = json.loads(urllib.request.urlopen(request, timeout=10).read())
+        listener = asyncio.run(evaluate(page["webSocketDebuggerUrl"], expr, lambda v: len(v.get("boxes", [])) == 3, 30))
     finally:
         if browser is not None:
             browser.kill()
@@ -389,6 +392,7 @@ def test_language_pickers_offer_what_the_server_serves_fake_pipeline(tmp_path):
     # Spanish speech reaches English only: Spanish and Portuguese drop out, nothing is chosen
     assert after["boxes"] == ["en", "es-", "pt-"] and after["target"] == "", after
     assert after["status"] == "choose a language to translate into", after
+    assert listener["boxes"] == ["en+", "es", "pt"] and listener["target"] == "en", listener
 
 
 def test_page_screenshot_shows_the_page(tmp_path):
