@@ -213,6 +213,10 @@ async def _serve(args: argparse.Namespace, warm: tuple[str, str] | None) -> int:
             await factory.warm_up(Hello(warm[0], warm[1], 16000))
         except Exception as e:  # noqa: BLE001 - say which pair failed and how to skip it
             raise UserError(f"warm-up {warm[0]}:{warm[1]} failed ({type(e).__name__}: {e}); try --warm-up none") from e
+    if hasattr(factory, "languages"):
+        served = factory.languages()
+        print(f"speech serve: speech in {', '.join(x['code'] for x in served['sources'])}; translated into "
+              f"{', '.join(x['code'] for x in served['targets'])} (GET /languages)", file=sys.stderr, flush=True)
     config = ServerConfig(host=args.host, port=args.port, token=args.token, max_sessions=args.max_sessions,
                           allowed_origins=tuple(args.allow_origin), log_dir=args.log_dir,
                           resume_grace=args.resume_grace, max_listeners=args.max_listeners,

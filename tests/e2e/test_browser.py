@@ -385,7 +385,8 @@ def test_language_pickers_offer_what_the_server_serves_fake_pipeline(tmp_path):
         if browser is not None:
             browser.kill()
             browser.wait()
-        stop_server(server)
+        err = stop_server(server)
+    assert "speech serve: speech in en, es; translated into en, es, pt (GET /languages)" in err, err[-1500:]
     assert [x["code"] for x in served["sources"]] == ["en", "es"] and served["pairs"]["es"] == ["en"]
     assert first["sources"] == ["en", "es"] and first["source"] == "en", first
     assert first["boxes"] == ["en-", "es+", "pt+"] and first["target"] == "pt,es", first  # in the order asked
