@@ -349,53 +349,6 @@ def test_speaker_page_resumes_its_session_fake_pipeline():
     assert abs(json.loads(after["summary"])["audio_in_s"] - after["sent"]) < 0.11, after
 
 
-def test_language_pickers_offer_what_the_server_serves_fake_pipeline(tmp_path):
-    """The pickers come from GET /languages: two sources, three targets; a target the source
-    cannot reach, or the source itself, cannot be chosen; Start without a target says so."""
-    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "PYTHONPATH": str(REPO)}
-    server, port = start_server(["--warm-up", "none", "--pipeline",
-                                 "tests.unit.test_server_fakes:make_narrow_fake_factory"], env)
-    expr = """JSON.stringify({
-        sources: [...document.querySelectorAll('#source option')].map((o) => o.value),
-        source: document.getElementById('source').value,
-        boxes: [...document.querySelectorAll('#targets input')].map((b) => b.value + (b.disabled ? '-' : '')
-                                                                       + (b.checked ? '+' : '')),
-        target: document.getElementById('target').value,
-        status: document.getElementById('status').textContent})"""
-    pick_spanish = """(() => { const s = document.getElementById('source'); s.value = 'es';
-        s.dispatchEvent(new Event('change')); document.getElementById('start').click(); return '{}'; })()"""
-    browser = None
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/languages", timeout=10) as r:
-            served = json.loads(r.read())
-        browser, devtools = start_chromium(f"http://127.0.0.1:{port}/?source=en&target=pt,es",
-                                           tmp_path / "none.wav", tmp_path / "profile")
-
-
-        first, after = asyncio.run(act_between(devtools, expr, lambda v: v.get("sources") == ["en", "es"],
-                                               pick_spanish, lambda v: "choose" in v.get("status", ""), 30))
-        # a listener's link: the talk's own source decides, so English stays chosen on an English page
-        from urllib.parse import quote
-
-        listen = f"http://127.0.0.1:{port}/?listen=SESSION&target=en"
-        request = urllib.request.Request(f"http://127.0.0.1:{devtools}/json/new?{quote(listen, safe='')}", method="PUT")
-        page = json.loads(urllib.request.urlopen(request, timeout=10).read())
-        listener = asyncio.run(evaluate(page["webSocketDebuggerUrl"], expr, lambda v: len(v.get("boxes", [])) == 3, 30))
-    finally:
-        if browser is not None:
-            browser.kill()
-            browser.wait()
-        err = stop_server(server)
-    assert "speech serve: speech in en, es; translated into en, es, pt (GET /languages)" in err, err[-1500:]
-    assert [x["code"] for x in served["sources"]] == ["en", "es"] and served["pairs"]["es"] == ["en"]
-    assert first["sources"] == ["en", "es"] and first["source"] == "en", first
-    assert first["boxes"] == ["en-", "es+", "pt+"] and first["target"] == "pt,es", first  # in the order asked
-    # Spanish speech reaches English only: Spanish and Portuguese drop out, nothing is chosen
-    assert after["boxes"] == ["en", "es-", "pt-"] and after["target"] == "", after
-    assert after["status"] == "choose a language to translate into", after
-    assert listener["boxes"] == ["en+", "es", "pt"] and listener["target"] == "en", listener
-
-
 def test_page_screenshot_shows_the_page(tmp_path):
     """The page as a user first sees it, rendered by Chromium: a real picture, not a blank one."""
     from matplotlib.image import imread

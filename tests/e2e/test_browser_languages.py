@@ -1,0 +1,63 @@
+"""The browser page's language pickers in a real headless Chromium, against `speech serve` with a
+fake pipeline that serves a few languages (helpers in test_browser.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import urllib.request
+
+import pytest
+
+from tests.conftest import REPO
+from tests.e2e.test_browser import CHROMIUM, act_between, evaluate, start_chromium, start_server, stop_server
+
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/setup.sh --test)")
+
+
+def test_language_pickers_offer_what_the_server_serves_fake_pipeline(tmp_path):
+    """The pickers come from GET /languages: two sources, three targets; a target the source
+    cannot reach, or the source itself, cannot be chosen; Start without a target says so."""
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "PYTHONPATH": str(REPO)}
+    server, port = start_server(["--warm-up", "none", "--pipeline",
+                                 "tests.unit.test_server_fakes:make_narrow_fake_factory"], env)
+    expr = """JSON.stringify({
+        sources: [...document.querySelectorAll('#source option')].map((o) => o.value),
+        source: document.getElementById('source').value,
+        boxes: [...document.querySelectorAll('#targets input')].map((b) => b.value + (b.disabled ? '-' : '')
+                                                                       + (b.checked ? '+' : '')),
+        target: document.getElementById('target').value,
+        status: document.getElementById('status').textContent})"""
+    pick_spanish = """(() => { const s = document.getElementById('source'); s.value = 'es';
+        s.dispatchEvent(new Event('change')); document.getElementById('start').click(); return '{}'; })()"""
+    browser = None
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/languages", timeout=10) as r:
+            served = json.loads(r.read())
+        browser, devtools = start_chromium(f"http://127.0.0.1:{port}/?source=en&target=pt,es",
+                                           tmp_path / "none.wav", tmp_path / "profile")
+
+
+        first, after = asyncio.run(act_between(devtools, expr, lambda v: v.get("sources") == ["en", "es"],
+                                               pick_spanish, lambda v: "choose" in v.get("status", ""), 30))
+        # a listener's link: the talk's own source decides, so English stays chosen on an English page
+        from urllib.parse import quote
+
+        listen = f"http://127.0.0.1:{port}/?listen=SESSION&target=en"
+        request = urllib.request.Request(f"http://127.0.0.1:{devtools}/json/new?{quote(listen, safe='')}", method="PUT")
+        page = json.loads(urllib.request.urlopen(request, timeout=10).read())
+        listener = asyncio.run(evaluate(page["webSocketDebuggerUrl"], expr, lambda v: len(v.get("boxes", [])) == 3, 30))
+    finally:
+        if browser is not None:
+            browser.kill()
+            browser.wait()
+        err = stop_server(server)
+    assert "speech serve: speech in en, es; translated into en, es, pt (GET /languages)" in err, err[-1500:]
+    assert [x["code"] for x in served["sources"]] == ["en", "es"] and served["pairs"]["es"] == ["en"]
+    assert first["sources"] == ["en", "es"] and first["source"] == "en", first
+    assert first["boxes"] == ["en-", "es+", "pt+"] and first["target"] == "pt,es", first  # in the order asked
+    # Spanish speech reaches English only: Spanish and Portuguese drop out, nothing is chosen
+    assert after["boxes"] == ["en", "es-", "pt-"] and after["target"] == "", after
+    assert after["status"] == "choose a language to translate into", after
+    assert listener["boxes"] == ["en+", "es", "pt"] and listener["target"] == "en", listener
