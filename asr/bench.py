@@ -16,7 +16,7 @@ import multiprocessing as mp
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from speech.data import data_path
 from speech.eval.manifest import unmarked_language
@@ -65,6 +65,23 @@ def default_manifests(language: str) -> list[str]:
     return list(DEFAULT_MANIFESTS if language == "en" else OTHER_MANIFESTS)
 
 
+def manifest_lines(path: Path) -> Iterator[tuple[int, dict, Path]]:
+    """(line number, record, audio path) of each line of a JSON-lines manifest of clips."""
+    from speech.errors import UserError
+
+    if not path.exists():
+        raise UserError(f"{path}: no such manifest; pass --manifest with a JSON-lines file")
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            audio = path.parent / rec["file"]
+        except (json.JSONDecodeError, KeyError, TypeError) as e:
+            raise UserError(f"{path}:{i}: expected a JSON object with a 'file' field ({e})") from None
+        yield i, rec, audio
+
+
 def load_clips(manifests: list[str], language: str, limit: int) -> list[dict]:
     """The clips in `language`; a line without `lang` counts as `language`, except in the
     LibriVox manifest, whose lines are all English."""
@@ -73,17 +90,8 @@ def load_clips(manifests: list[str], language: str, limit: int) -> list[dict]:
     clips = []
     for m in manifests:
         path = Path(m)
-        if not path.exists():
-            raise UserError(f"{path}: no such manifest; pass --manifest with a JSON-lines file")
         unmarked = unmarked_language(path, language)
-        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-                audio = path.parent / rec["file"]
-            except (json.JSONDecodeError, KeyError, TypeError) as e:
-                raise UserError(f"{path}:{i}: expected a JSON object with a 'file' field ({e})") from None
+        for i, rec, audio in manifest_lines(path):
             if rec.get("lang", unmarked) != language:
                 continue
             ref = rec.get("transcript") or rec.get("transcript_normalized") or rec.get(f"ref_{language}")

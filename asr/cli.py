@@ -16,7 +16,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("input", metavar="INPUT", help="audio file (WAV, FLAC, Ogg Opus; any rate, mono or stereo)")
     parser.add_argument("--model", default="whisper-base",
                         help="whisper-base (default), whisper-tiny.en, pocketsphinx, or a local CTranslate2 Whisper folder")
-    parser.add_argument("--language", default="en", help="source language code, or 'auto' (default en)")
+    parser.add_argument("--language", default="en",
+                        help="source language code, or auto: Whisper tells it once, from the first 30 s of "
+                             "speech (default en)")
     parser.add_argument("--policy", default="default",
                         help="commit policy: local-agreement-2, stable, or default (best measured)")
     parser.add_argument("--chunk-ms", type=int, default=100, help="feed the audio in chunks of N ms (default 100)")
@@ -84,6 +86,12 @@ def run(args: argparse.Namespace) -> int:
     from speech.devices import check_devices
 
     check_devices(config, registry)
+    if config.source == "auto":  # told once: a decode of a short buffer can take Portuguese for English
+        from .language_id import file_language
+
+        language, note = file_language(args.input, registry, config, None)
+        print(note, file=sys.stderr)
+        config = config.replace(source=language)
     log = EventLog(args.log)
     printer = LivePrinter(sys.stdout)
     transcript = Transcript()
@@ -96,18 +104,17 @@ def run(args: argparse.Namespace) -> int:
             transcript.apply(update)
             printer.show(update.committed_text, update.tentative_text, update.final)
 
-    from speech.interrupt import InputStop
+    from speech.interrupt import InputStop, Tap
 
     stop = InputStop()  # Ctrl-C ends the input; what was heard is still transcribed
     read_to = [0.0]
 
     async def read(outbox) -> None:  # type: ignore[no-untyped-def]
-        class Counted:
-            async def put(self, chunk) -> None:  # type: ignore[no-untyped-def]
-                await outbox.put(chunk)
-                read_to[0] = chunk.end
+        async def counted(chunk) -> None:  # type: ignore[no-untyped-def]
+            await outbox.put(chunk)
+            read_to[0] = chunk.end
 
-        await stop.until_stopped(source(Counted()))
+        await stop.until_stopped(source(Tap(counted)))
 
     async def main() -> None:
         stop.install()

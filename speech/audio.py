@@ -87,22 +87,25 @@ def _mono(p: Path, data: np.ndarray, at_s: float) -> np.ndarray:
     return np.ascontiguousarray(mono, dtype=np.float32)
 
 
-def read_audio(path: str | Path, max_duration_s: float = MAX_READ_S) -> tuple[np.ndarray, int, AudioInfo]:
+def read_audio(path: str | Path, max_duration_s: float = MAX_READ_S,
+               head_s: float | None = None) -> tuple[np.ndarray, int, AudioInfo]:
     """Read a whole file as float32 mono at its own rate, with clear errors on bad input.
 
     Files longer than `max_duration_s` are refused before anything is decoded (stream them with
-    FileSource instead)."""
+    FileSource instead); with `head_s`, only the file's first `head_s` seconds are read, whatever
+    its length."""
     import soundfile as sf
 
     p = Path(path)
     probed = probe_audio(p)
-    if probed.duration > max_duration_s:
+    if head_s is None and probed.duration > max_duration_s:
         raise AudioInputError(
             f"{p}: {probed.duration / 3600:.1f} h is too long to read whole (limit {max_duration_s / 3600:.1f} h); "
             "cut it, or stream it (speech translate, speech transcribe)"
         )
+    frames = -1 if head_s is None else max(1, int(head_s * probed.sample_rate))
     try:
-        data, rate = sf.read(str(p), dtype="float32", always_2d=True)
+        data, rate = sf.read(str(p), frames=frames, dtype="float32", always_2d=True)
     except _READ_ERRORS as e:
         raise _unreadable(p, e) from None
     if data.shape[0] == 0:

@@ -1,4 +1,4 @@
-"""`speech bench {asr,mt,s2st}`: each benchmark lives beside the stage it measures."""
+"""`speech bench {asr,langid,mt,s2st,report}`: each benchmark lives beside the stage it measures."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import importlib
 
 BENCHES: dict[str, tuple[str, str]] = {
     "asr": ("speech.asr.bench", "streaming recognition: WER, commit lag, RTF, memory"),
+    "langid": ("speech.asr.langid_bench", "language detection (--source auto): how often it is right, by seconds of speech"),
     "mt": ("speech.translate.bench", "simultaneous translation on FLORES: chrF, BLEU, AL, LAAL, erasure"),
     "s2st": ("speech.tts.bench", "end to end: time to first audio, TTS RTF, offsets, round-trip WER"),
     "report": ("speech.benchreport", "the headline figures: run the benchmarks, write docs/benchmarks.md"),

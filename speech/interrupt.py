@@ -56,3 +56,11 @@ class InputStop:
         with contextlib.suppress(asyncio.CancelledError):
             await task
         self.cut = self.signal
+
+
+class Tap:
+    """Looks like a channel to a source that reads a recording (`FileSource`): hands each chunk
+    to a coroutine, which passes it on and notes how far the input was read (progress, a stop)."""
+
+    def __init__(self, put) -> None:
+        self.put = put

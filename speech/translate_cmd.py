@@ -22,7 +22,9 @@ from .errors import UserError
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("input", help="audio file (WAV, FLAC, Ogg Opus)")
-    parser.add_argument("--source", default="en", help="language spoken in INPUT (default: en)")
+    parser.add_argument("--source", default="en",
+                        help="language spoken in INPUT, or auto: Whisper tells it from the first 30 s of speech, "
+                             "among the languages translated into --target (default: en)")
     parser.add_argument("--target", default="es",
                         help="language to speak (default: es); several, comma-separated (es,pt,fr), share one "
                              "recogniser and write one WAV each")
@@ -133,7 +135,7 @@ async def translate_file_targets(
     fed = [0]
     fed_end = [0.0]
     peak = [0.0]
-    from .interrupt import InputStop
+    from .interrupt import InputStop, Tap
 
     stop = InputStop(bar) if stop_on_signal else None
 
@@ -148,7 +150,7 @@ async def translate_file_targets(
                 spoken = sum(sink.chunks for sink in sinks.values())
                 bar.update(step, status=f"{spoken} chunks spoken")
 
-        reading = source(_Forward(counted))
+        reading = source(Tap(counted))
         if stop is None:
             await reading
         else:
@@ -209,13 +211,6 @@ class LiveText:
         self.out.flush()
 
 
-class _Forward:
-    """Looks like a channel to FileSource; hands each chunk to a coroutine (logging, progress)."""
-
-    def __init__(self, put) -> None:
-        self.put = put
-
-
 def pipeline_config(args: argparse.Namespace):
     """The PipelineConfig of these arguments: defaults < --config FILE < the flags given."""
     from .configuration import resolve
@@ -255,6 +250,11 @@ def run(args: argparse.Namespace) -> int:
     registry = default_registry(ThreadBudget.for_machine(branches=len(targets)))  # one branch per target
     from .preflight import check_config
 
+    if config.source == "auto":
+        config = detected_source(args.input, config, registry, quiet=args.quiet)
+        if config.source in targets:
+            raise UserError(f"{args.input} is already in {config.source}, a language asked for; give other --target "
+                            "languages")
     check_config(config, registry)  # names, devices and paths, before anything loads
     # The voices' and the codec's own options (a codec rate) fail here, before the recogniser and
     # translator load.
@@ -300,6 +300,24 @@ def run(args: argparse.Namespace) -> int:
             print(f"{label}: {result.text or nothing_heard(args.input, result.peak)}", file=sys.stdout)
     stopped = next(iter(results.values())).stopped
     return 128 + signal.Signals[stopped].value if stopped else 0  # the shell's code for a stopped command
+
+
+def detected_source(path: str, config, registry, quiet: bool = False):  # noqa: ANN001
+    """`config` with the language INPUT speaks as its source (`--source auto`): detected among the
+    languages an installed path translates into every target (or that is a target itself, which
+    the caller refuses by name)."""
+    from speech.asr.language_id import file_language
+
+    from .devices import check_devices
+    from .server.pipelines import served_languages
+
+    check_devices(config, registry)  # an unknown recogniser or device is named before anything loads
+    pairs = served_languages(registry, config)["pairs"]
+    candidates = {s for s, reach in pairs.items() if all(t in reach or t == s for t in config.all_targets)}
+    language, note = file_language(path, registry, config, candidates)
+    if not quiet:
+        print(note, file=sys.stderr)
+    return config.replace(source=language)
 
 
 def nothing_heard(path: str, peak: float) -> str:

@@ -112,3 +112,43 @@ def test_ctrl_c_ends_the_input_and_still_transcribes_what_was_heard(librivox, tm
     last = [r for r in records if r["kind"] == "update"][-1]
     assert last["end_of_stream"] and len(out.split()) >= 3 and "Traceback" not in err
     assert max(r["end"] for r in records if r["kind"] == "input") <= read + 0.01
+
+
+def test_language_auto_is_told_once_from_the_speech_and_named(tmp_path):
+    from tests.conftest import FLEURS, require_data
+
+    clip = FLEURS / "fleurs-pt-001.ogg"  # two seconds of it are heard as English or Romanian
+    require_data(clip)
+    log = tmp_path / "events.jsonl"
+    out = speech("transcribe", str(clip), "--language", "auto", "--log", str(log))
+    assert out.returncode == 0, out.stderr
+    assert f"{clip}: speaks Portuguese (pt), Whisper's probability" in out.stderr
+    assert "pirâmide" in out.stdout
+    meta = next(json.loads(line) for line in log.read_text().splitlines() if '"meta"' in line)
+    assert meta["config"]["source"] == "pt", meta
+    silent = tmp_path / "silent.wav"
+    import numpy as np
+    import soundfile as sf
+
+    sf.write(str(silent), np.zeros(3 * 16000, np.float32), 16000)
+    out = speech("transcribe", str(silent), "--language", "auto")
+    assert out.returncode == 2 and "no speech in its first 3 s" in out.stderr and "Traceback" not in out.stderr
+    out = speech("transcribe", str(clip), "--language", "auto", "--model", "whisper-tiny.en")
+    assert out.returncode == 0 and "taken as English (en), the only language whisper-tiny.en recognises" in out.stderr
+
+
+def test_bench_langid_scores_each_clip_by_seconds_of_speech(tmp_path):
+    from tests.conftest import FLEURS, require_data
+
+    clips = [FLEURS / "fleurs-es-001.ogg", FLEURS / "fleurs-pt-002.ogg"]
+    require_data(clips[0])
+    manifest = tmp_path / "m.jsonl"
+    manifest.write_text("".join(json.dumps({"file": str(c), "lang": c.name[7:9]}) + "\n" for c in clips))
+    out = speech("bench", "langid", "--manifest", str(manifest), "--seconds", "1,8", "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert [c["seconds"] for c in report["configs"]] == [1.0, 8.0]
+    eight = report["configs"][1]
+    assert eight["clips"] == 2 and eight["accuracy"] == 1.0, eight
+    assert [c["speech_s"] for c in report["configs"][0]["per_clip"]] == [1.0, 1.0]
+    assert [c["speech_s"] for c in eight["per_clip"]] == [8.0, 5.73]  # the second clip holds 5.73 s of speech

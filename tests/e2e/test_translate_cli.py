@@ -174,3 +174,22 @@ def test_ctrl_c_stops_the_input_and_still_writes_what_was_heard(tmp_path):
     said = [w["text"] for r in records if r["kind"] == "update" and r["stage"] == "mt" for w in r["committed"]]
     spoken = " ".join(r["text"] for r in records if r["kind"] == "audio" and r["stage"] == "tts").split()
     assert said and spoken == said
+
+
+@pytest.mark.slow
+def test_source_auto_tells_the_language_and_refuses_one_asked_for(tmp_path):
+    from tests.conftest import FLEURS
+
+    clip = FLEURS / "fleurs-es-000.ogg"
+    require_data(clip)
+    out, log = tmp_path / "out.wav", tmp_path / "events.jsonl"
+    done = speech("translate", str(clip), "--source", "auto", "--target", "en", "-o", str(out), "--log", str(log),
+                  "--compact")
+    assert done.returncode == 0, done.stderr
+    assert f"{clip}: speaks Spanish (es), Whisper's probability" in done.stderr
+    assert "s of es audio" in done.stdout and "travel plans" in done.stdout
+    meta = next(json.loads(line) for line in log.read_text().splitlines() if '"meta"' in line)
+    assert meta["config"]["source"] == "es"
+    same = speech("translate", str(clip), "--source", "auto", "--target", "es", "-o", str(tmp_path / "es.wav"))
+    assert same.returncode == 2 and f"{clip} is already in es, a language asked for" in same.stderr
+    assert not (tmp_path / "es.wav").exists() and "Traceback" not in same.stderr
