@@ -101,17 +101,24 @@ def file_language(path: str, registry: Any, config: Any, candidates: Collection[
     the recogniser of a PipelineConfig (its model, device and engine options, so the model loaded
     is the one the pipeline shares): a multilingual one detects it among `candidates` (None: any);
     an English-only one takes English."""
-    from .stage import recognizer_name, recognizer_options
     from .whisper import load_model
 
-    model, local = recognizer_name(config.asr_model)
-    rec_config = registry.config("recognizer", model, **local, **recognizer_options(registry, model, config.asr_options))
+    rec_config = recognizer_config(registry, config)
     fixed = getattr(rec_config, "language", "en")  # Whisper's multilingual models: None
     if fixed:
         return fixed, f"{path}: taken as {named(fixed)}, the only language {config.asr_model} recognises"
     found = detect_file(path, load_model(registry, rec_config), candidates)
     return found.language, (f"{path}: speaks {named(found.language)}, Whisper's probability "
                             f"{found.probability:.2f} over {found.speech_s:.1f} s of speech")
+
+
+def recognizer_config(registry: Any, config: Any) -> Any:
+    """The recogniser's config of a PipelineConfig, as the pipeline's ASR stage makes it (model,
+    device, engine options), so a model loaded from it is the one the pipeline shares."""
+    from .stage import recognizer_name, recognizer_options
+
+    model, local = recognizer_name(config.asr_model)
+    return registry.config("recognizer", model, **local, **recognizer_options(registry, model, config.asr_options))
 
 
 def named(code: str) -> str:

@@ -23,7 +23,8 @@ from ..errors import UserError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--source", default="en", help="spoken language (default en)")
+    parser.add_argument("--source", default="en",
+                        help="spoken language, or auto: told from the first 4 s of speech (default en)")
     parser.add_argument("--target", default="es", help="language to translate into (default es)")
     parser.add_argument("--input-file", type=Path, help="play this recording in real time instead of the microphone")
     parser.add_argument("--output-file", type=Path, help="also write the translated speech to this WAV file")
@@ -32,7 +33,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input-device", help="sounddevice input device (name or number; see --list-devices)")
     parser.add_argument("--output-device", help="sounddevice output device")
     parser.add_argument("--list-devices", action="store_true", help="list audio devices and exit")
-    parser.add_argument("--asr-model", default="whisper-tiny.en", help="recogniser (default whisper-tiny.en)")
+    parser.add_argument("--asr-model", default="whisper-tiny.en",
+                        help="recogniser (default: whisper-tiny.en for English speech, whisper-base for any other "
+                             "language and for auto)")
     parser.add_argument("--mt-backend", default="default",
                         help="translator (apertium, bergamot, gemma-270m, a local .gguf file) or a path of "
                              "translators, e.g. bergamot:en-pt,apertium:pt-es (default: the best measured "
@@ -206,7 +209,10 @@ async def _main(args: argparse.Namespace) -> int:
     registry = default_registry()
     from ..configuration import resolve
 
-    base = resolve("mic", args).config  # defaults < --config FILE < flags
+    effective = resolve("mic", args)  # defaults < --config FILE < flags
+    base = effective.config
+    if base.source != "en" and effective.origin("asr_model") == "speech mic":  # the default: tiny.en is English-only
+        base = base.replace(asr_model="whisper-base")
     args.source, args.target = base.source, base.target
     from ..devices import check_devices
 
@@ -224,6 +230,9 @@ async def _main(args: argparse.Namespace) -> int:
             loop.call_soon_threadsafe(display.update, rec["stage"], rec)
         elif rec.get("kind") == "stats" and rec.get("stage") == "tts":
             tts_stats.update(rec)
+        elif rec.get("kind") == "language" and rec.get("detected"):  # --source auto
+            print(f"\nlanguage: {rec['detected']} (told from {rec.get('speech_s')} s of speech)", file=sys.stderr,
+                  flush=True)
 
     log = EventLog(args.log, keep=False, on_record=on_record)
     dropped = [0.0]

@@ -140,9 +140,15 @@ def build_session(
     log: EventLog | None = None,
     first_link: Link | None = None,
 ) -> Session:
-    """`sink`: one sink, or one per target (`{"es": sink_es, "pt": sink_pt}`) for several targets."""
+    """`sink`: one sink, or one per target (`{"es": sink_es, "pt": sink_pt}`) for several targets.
+    With `config.source == "auto"` a `DetectingSession` (speech.auto_source): the language is told
+    from the first speech, and the session for that language is built once it is known."""
     clock = clock or SimulatedClock()
     log = log if log is not None else EventLog()
+    if config.source == "auto" and "asr" in config.stages:
+        from .auto_source import DetectingSession
+
+        return DetectingSession(registry, config, source, sink, clock, log, first_link)  # type: ignore[return-value]
     targets = config.all_targets
     sinks = dict(sink) if isinstance(sink, Mapping) else None
     if sinks is not None and set(sinks) != set(targets):

@@ -309,12 +309,10 @@ def detected_source(path: str, config, registry, quiet: bool = False):  # noqa: 
     from speech.asr.language_id import file_language
 
     from .devices import check_devices
-    from .server.pipelines import served_languages
+    from .languages import source_candidates
 
     check_devices(config, registry)  # an unknown recogniser or device is named before anything loads
-    pairs = served_languages(registry, config)["pairs"]
-    candidates = {s for s, reach in pairs.items() if all(t in reach or t == s for t in config.all_targets)}
-    language, note = file_language(path, registry, config, candidates)
+    language, note = file_language(path, registry, config, source_candidates(registry, config))
     if not quiet:
         print(note, file=sys.stderr)
     return config.replace(source=language)

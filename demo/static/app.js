@@ -127,6 +127,10 @@ function onMessage(msg) {
       if (shown(event) && event.voice === "relief") countWords("relief-words", event.text); break;
     case "unspoken":  // too far behind even so: not spoken (the words are in the translation above)
       if (shown(event)) countWords("unspoken-words", event.text); break;
+    case "language":  // the server told the language from the first speech (source "auto")
+      document.body.dataset.language = event.source;
+      setStatus(`listening: the speaker speaks ${LANGUAGES.names[event.source] || event.source} (told from ${event.speech_s} s of speech)`);
+      break;
     case "error": setStatus(`error (${event.code}): ${event.message}`, true); break;
     case "done":
       setStatus(event.reason === "speaker_disconnected" ? "done: the speaker disconnected" : "done");

@@ -1,5 +1,6 @@
 // The language pickers: a source list and one box per target language, filled from the server's
-// GET /languages (what its installed engines serve; the page's own list if that fails). The hidden
+// GET /languages (what its installed engines serve, and "auto" where its recogniser can tell the
+// language; the page's own list if that fails). The hidden
 // #target input holds the chosen targets, comma-separated, in the order they were chosen: the
 // first is the one shown and played, as with ?target=pt,es.
 "use strict";
@@ -7,8 +8,8 @@
 const LANGUAGES = {
   sources: ["en", "es", "pt", "de", "fr", "it", "ca", "gl", "ro"],
   targets: ["en", "es", "pt", "de", "fr", "it", "ca", "gl"],
-  names: { en: "English", es: "Spanish", pt: "Portuguese", de: "German", fr: "French", it: "Italian",
-           ca: "Catalan", gl: "Galician", ro: "Romanian" },
+  names: { auto: "any language (detected)", en: "English", es: "Spanish", pt: "Portuguese", de: "German",
+           fr: "French", it: "Italian", ca: "Catalan", gl: "Galician", ro: "Romanian" },
   pairs: null, // source -> targets a path reaches; null: any
   anySource: false, // listener mode: the talk's source is the speaker's, so no target is ruled out
 };
@@ -29,7 +30,8 @@ function setSource(code) {
   markReachable();
 }
 
-// A target the source cannot reach (or the source itself) cannot be chosen.
+// A target the source cannot reach (or the source itself) cannot be chosen; with "auto" (the
+// server tells the language from the first speech) any target can.
 function markReachable() {
   const source = document.getElementById("source").value;
   const reach = LANGUAGES.pairs && LANGUAGES.pairs[source];
@@ -74,7 +76,7 @@ async function loadLanguages(token) {
     const response = await fetch(url);
     if (!response.ok) return;
     const served = await response.json();
-    LANGUAGES.sources = served.sources.map((l) => l.code);
+    LANGUAGES.sources = (served.detect ? ["auto"] : []).concat(served.sources.map((l) => l.code));
     LANGUAGES.targets = served.targets.map((l) => l.code);
     for (const l of [...served.sources, ...served.targets]) LANGUAGES.names[l.code] = l.name;
     LANGUAGES.pairs = served.pairs || null;

@@ -215,7 +215,8 @@ async def _serve(args: argparse.Namespace, warm: tuple[str, str] | None) -> int:
             raise UserError(f"warm-up {warm[0]}:{warm[1]} failed ({type(e).__name__}: {e}); try --warm-up none") from e
     if hasattr(factory, "languages"):
         served = factory.languages()
-        print(f"speech serve: speech in {', '.join(x['code'] for x in served['sources'])}; translated into "
+        auto = " (or auto: told from the first speech)" if served.get("detect") else ""
+        print(f"speech serve: speech in {', '.join(x['code'] for x in served['sources'])}{auto}; translated into "
               f"{', '.join(x['code'] for x in served['targets'])} (GET /languages)", file=sys.stderr, flush=True)
     config = ServerConfig(host=args.host, port=args.port, token=args.token, max_sessions=args.max_sessions,
                           allowed_origins=tuple(args.allow_origin), log_dir=args.log_dir,

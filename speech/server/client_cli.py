@@ -14,7 +14,8 @@ from ..errors import UserError
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", type=Path, help="audio file (WAV, FLAC, Ogg Opus)")
     parser.add_argument("--url", default="ws://127.0.0.1:8765/ws", help="server (default ws://127.0.0.1:8765/ws)")
-    parser.add_argument("--source", default="en", help="spoken language (default en)")
+    parser.add_argument("--source", default="en",
+                        help="spoken language, or auto: the server tells it from the first 4 s of speech (default en)")
     parser.add_argument("--target", default="es",
                         help="language to translate into (default es); several, comma-separated (es,pt), "
                              "from one recogniser")
@@ -63,6 +64,9 @@ class Printer:
         elif kind == "ready" and event.get("listen"):
             for target, url in event["listen"].items():
                 print(f"listeners ({target}): {url}", file=sys.stderr, flush=True)
+        elif kind == "language":
+            print(f"language: {event['source']} (told from {_f(event.get('speech_s'))} s of speech, "
+                  f"probability {_f(event.get('probability'))})", file=sys.stderr, flush=True)
         elif kind == "error":
             print(f"error ({event['code']}): {event['message']}", file=sys.stderr, flush=True)
         elif kind == "done":

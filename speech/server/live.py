@@ -76,6 +76,7 @@ class LiveSession:
         self.id = session_id
         self.resume_token = resume_token
         self.targets = hello.all_targets
+        self.spoken = hello.source  # "auto" until the language is told (speech.auto_source)
         self.clock = WallClock()
         self.input = InputAudio(hello.codec, hello.sample_rate)
         self.log = log
@@ -154,7 +155,7 @@ class LiveSession:
             old.fail("replaced", "another connection resumed this session", P.CLOSE_POLICY)
         ready = {
             "type": "ready", "version": P.VERSION, "session": self.id, "resume_token": self.resume_token,
-            "source": self.hello.source, "target": self.targets[0], "targets": list(self.targets),
+            "source": self.spoken, "target": self.targets[0], "targets": list(self.targets),
             "listen": {t: f"{listen_base}?session={self.id}&target={t}" for t in self.targets},
             "resumed": last_seq is not None, "last_seq": self.replay.last_seq,
             "frames_received": self.frames_in, "input_ended": self.input_ended,
@@ -289,7 +290,7 @@ class LiveSession:
                                   "listeners", P.CLOSE_TRY_AGAIN)
         self.listeners[target].add(outbox)
         outbox.put(P.dumps({"type": "listening", "version": P.VERSION, "session": self.id, "target": target,
-                            "source": self.hello.source, "seq": self.replay.last_seq}))
+                            "source": self.spoken, "seq": self.replay.last_seq}))
 
     def remove_listener(self, outbox: Outbox) -> None:
         for group in self.listeners.values():
@@ -365,6 +366,11 @@ class LiveSession:
                            "lag": rec.get("lag_s")}, target=target)
         elif kind == "stats":
             self.stats.compute(rec.get("compute_s"))
+        elif kind == "language" and rec.get("detected"):  # told from the first speech: everyone hears of it
+            self.spoken = rec["detected"]
+            event = {"type": "language", "source": self.spoken, "probability": rec.get("probability"),
+                     "speech_s": rec.get("speech_s")}
+            self._publish(event, listener_event=dict(event))
 
 
 def _listener_reason(reason: str) -> str:

@@ -11,6 +11,7 @@ import numpy as np
 from ..channel import Channel
 from ..clock import Clock, SimulatedClock
 from ..events import EventLog
+from ..languages import served_languages
 from ..pipeline import PipelineConfig, Sink, build_session
 from ..registry import Registry
 from ..session import Session
@@ -70,42 +71,6 @@ class RealPipeline:
 
         session = self(hello, source, {t: sink for t in hello.all_targets}, SimulatedClock(), EventLog(keep=False))
         await session.run()
-
-
-def served_languages(registry: Registry, base: PipelineConfig) -> dict[str, list[dict[str, str]]]:
-    """Source and target languages a session can take: each language with an installed path out
-    of it, and every language such a path reaches (for an operator's fixed path, its two ends; for
-    one engine, its own pairs), sources limited to English when the recogniser is English-only.
-    Each as {"code", "name"}, in the order of the language table; "pairs" maps each source to
-    the targets it reaches."""
-    from speech.asr.stage import recognizer_name
-    from speech.translate.graph import MAX_HOPS, installed_edges, is_path_spec, parse_path, reachable
-    from speech.translate.languages import NAMES
-
-    backend = base.mt_backend
-    if is_path_spec(backend):
-        path = parse_path(backend)
-        reach = {path[0].source: {path[-1].target}}
-    else:
-        # one engine asked for translates its own pairs, directly; an engine that does not list
-        # its pairs (a model of the user's) is not narrowed down
-        one = backend != "default" and ("translator", backend) in registry.specs
-        edges = installed_edges(registry, (backend,)) if one else []
-        hops = 1 if edges else MAX_HOPS
-        edges = edges or installed_edges(registry)
-        reach = {s: reachable(edges, s, hops) for s in {e.source for e in edges}}
-    model, local = recognizer_name(base.asr_model)
-    config = registry.config("recognizer", model, **local) if ("recognizer", model) in registry.specs else None
-    if config is not None and getattr(config, "language", "en") == "en":
-        reach = {s: t for s, t in reach.items() if s == "en"}  # an English-only recogniser
-    targets = set().union(*reach.values()) if reach else set()
-
-    def listed(codes: set[str]) -> list[dict[str, str]]:
-        return [{"code": c, "name": NAMES[c]} for c in NAMES if c in codes]
-
-    sources = listed({s for s, t in reach.items() if t})
-    return {"sources": sources, "targets": listed(targets),
-            "pairs": {s["code"]: [t["code"] for t in listed(reach[s["code"]])] for s in sources}}
 
 
 def load_factory(ref: str, registry: Registry, base: PipelineConfig) -> Any:

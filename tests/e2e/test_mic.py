@@ -103,3 +103,25 @@ def test_mic_screen_in_a_terminal_multiplexer(clip, tmp_path):
         subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
     assert "EXITED 0" in screen, screen
     assert "heard: w0 w1 w2 w3 w4 w5" in screen and "said:  W0 W1 W2 W3 W4 W5" in screen, screen
+
+
+@pytest.mark.slow
+def test_mic_tells_the_language_and_takes_the_multilingual_recogniser_for_it(tmp_path):
+    """`--source auto` with the default recogniser (whisper-tiny.en is English-only): the language
+    is told from the first 4 s of speech, and no word before it is lost."""
+    from tests.conftest import FLEURS
+
+    clip = FLEURS / "fleurs-pt-001.ogg"  # "construída pelos egípcios no século 3 antes de Cristo ..."
+    require_data(clip)
+    log = tmp_path / "events.jsonl"
+    res = speech("mic", "--input-file", str(clip), "--no-playback", "--source", "auto", "--target", "en",
+                 "--log", str(log))
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "language: pt (told from" in res.stderr
+    heard = res.stdout.rsplit("\nheard: ", 1)[1].split("\nsaid:  ")[0].lower()
+    assert heard.startswith("construída pelos"), heard  # the words said while the language was told
+    import json
+
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    meta = next(r for r in records if r["kind"] == "meta")
+    assert meta["config"]["source"] == "pt" and meta["config"]["asr_model"] == "whisper-base"

@@ -29,9 +29,10 @@ class FakeAsr:
     name = "asr"
 
     def __init__(self, log: EventLog, clock, word_s: float = 0.5, boom_after_s: float | None = None, cost_s: float = 0.0,
-                 words: tuple[str, ...] = ()):
+                 words: tuple[str, ...] = (), tells: str = ""):
         self.log, self.clock, self.word_s, self.boom_after_s, self.cost_s = log, clock, word_s, boom_after_s, cost_s
         self.words = words  # the text it "hears" (repeated); empty: w0, w1, ...
+        self.tells = tells  # source "auto": the language it says it heard, at the first chunk
 
     def text(self, i: int) -> str:
         return self.words[i % len(self.words)] if self.words else f"w{i}"
@@ -41,6 +42,9 @@ class FakeAsr:
         committed = 0
         async for chunk in inbox:
             heard = chunk.end
+            if self.tells:  # as speech.auto_source logs it
+                self.log.write("language", detected=self.tells, probability=0.9, speech_s=4.0)
+                self.tells = ""
             if self.boom_after_s is not None and heard > self.boom_after_s:
                 raise RuntimeError("fake recogniser exploded")
             if self.cost_s:
@@ -157,7 +161,7 @@ def fake_pipeline(hello, source, sink, clock, log) -> Session:
     cost = 0.05 if hello.target.endswith("-slow") else 0.0
     if hello.target.endswith("-oom"):
         raise MemoryError("fake engine ran out of memory while loading")
-    asr = FakeAsr(log, clock, boom_after_s=boom, cost_s=cost)
+    asr = FakeAsr(log, clock, boom_after_s=boom, cost_s=cost, tells="es" if hello.source == "auto" else "")
     sinks = sink if isinstance(sink, dict) else {targets[0]: sink}
     if len(targets) == 1:
         fault = next((f for f in ("hang", "raise") if hello.target.endswith("-" + f)), None)
@@ -179,7 +183,8 @@ def make_fake_factory(registry, base):
 
 
 class NarrowFakePipeline:
-    """The fake pipeline, serving two sources only (what the page's language pickers must follow)."""
+    """The fake pipeline, serving two sources only (what the page's language pickers must follow),
+    and "auto" (the fake recogniser then says it heard Spanish)."""
 
     def __call__(self, *args, **kwargs):
         return fake_pipeline(*args, **kwargs)
@@ -188,7 +193,7 @@ class NarrowFakePipeline:
         names = {"en": "English", "es": "Spanish", "pt": "Portuguese"}
         listed = lambda codes: [{"code": c, "name": names[c]} for c in codes]  # noqa: E731
         return {"sources": listed(["en", "es"]), "targets": listed(["en", "es", "pt"]),
-                "pairs": {"en": ["es", "pt"], "es": ["en"]}}
+                "pairs": {"en": ["es", "pt"], "es": ["en"]}, "detect": True}
 
 
 def make_narrow_fake_factory(registry, base):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from speech.pipeline import PipelineConfig
-from speech.server.pipelines import served_languages
+from speech.languages import served_languages
 from speech.translate.graph import Edge, reachable
 
 
@@ -44,18 +44,19 @@ def test_the_default_graph_serves_every_source_and_target_and_each_sources_own_t
     assert "ro" not in codes(served["targets"])  # Debian has ro->es only
     assert {"es", "pt", "fr", "it", "ca", "gl"} <= set(served["pairs"]["en"]) and "en" not in served["pairs"]["en"]
     assert served["pairs"]["ro"] and all(x["name"] for x in served["sources"] + served["targets"])
+    assert served["detect"] is True  # whisper-base can tell the language: a session may ask for "auto"
 
 
 def test_an_english_only_recogniser_serves_english_speech_only(registry):
     needs_engines(registry)
     served = served_languages(registry, PipelineConfig(asr_model="whisper-tiny.en"))
-    assert codes(served["sources"]) == ["en"] and list(served["pairs"]) == ["en"]
+    assert codes(served["sources"]) == ["en"] and list(served["pairs"]) == ["en"] and served["detect"] is False
     assert "it" in codes(served["targets"])  # through pivots, as for any recogniser
 
 
 def test_a_fixed_path_or_engine_serves_its_own_pairs(registry):
     needs_engines(registry)
     path = served_languages(registry, PipelineConfig(mt_backend="bergamot:en-pt,apertium:pt-es"))
-    assert path["pairs"] == {"en": ["es"]}
+    assert path["pairs"] == {"en": ["es"]} and path["detect"] is False  # one source: nothing to tell
     engine = served_languages(registry, PipelineConfig(mt_backend="bergamot"))
     assert engine["pairs"] == {"en": ["pt"], "pt": ["en"]}
