@@ -12,8 +12,8 @@ languages right, 2 s 37 (docs/asr.md, "Language detection").
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import Callable, Collection
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -30,28 +30,29 @@ SAMPLE_RATE = 16000
 Detector = Callable[[np.ndarray, Collection[str]], Any]  # (16-kHz samples, candidates) -> Detection
 
 
+@dataclass
 class DetectingSession:
     """`build_session` for `config.source == "auto"`: same arguments, same `run()`."""
 
-    def __init__(self, registry: Any, config: Any, source: Callable, sink: Any, clock: Clock, log: EventLog,
-                 first_link: Any = None, detector: Detector | None = None,
-                 candidates: Collection[str] | None = None, speech_s: float = DETECT_SPEECH_S,
-                 build: Callable | None = None) -> None:
-        self.registry = registry
-        self.config = config
-        self.source = source
-        self.sink = sink
-        self.clock = clock
-        self.log = log
-        self.first_link = first_link
-        self.detector = detector or whisper_detector(registry, config)
-        if candidates is None:
+    registry: Any
+    config: Any  # PipelineConfig, source "auto"
+    source: Callable
+    sink: Any
+    clock: Clock
+    log: EventLog
+    first_link: Any = None
+    detector: Detector | None = None  # default: Whisper, the session's own recogniser model
+    candidates: Collection[str] | None = None  # default: what a path translates into the targets
+    speech_s: float = DETECT_SPEECH_S
+    build: Callable | None = None  # the session for the language told (default: speech.pipeline.build_session)
+
+    def __post_init__(self) -> None:
+        if self.detector is None:
+            self.detector = whisper_detector(self.registry, self.config)
+        if self.candidates is None:
             from .languages import source_candidates
 
-            candidates = source_candidates(registry, config)
-        self.candidates = candidates
-        self.speech_s = speech_s
-        self.build = build  # the session for the language told (default: speech.pipeline.build_session)
+            self.candidates = source_candidates(self.registry, self.config)
 
     async def run(self) -> None:
         from .pipeline import DEFAULT_LINK, build_session
@@ -65,7 +66,7 @@ class DetectingSession:
             if language is None:  # no speech at all: nothing to recognise in any language
                 await reader
                 return
-            held = [dataclasses.replace(c, wall_time=max(c.wall_time, ready)) for c in held]
+            held = [replace(c, wall_time=max(c.wall_time, ready)) for c in held]
 
             async def replay(outbox: Channel[AudioChunk]) -> None:
                 for chunk in held:
