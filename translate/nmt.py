@@ -10,8 +10,8 @@ decide what to commit. `RetranslationStream` is that logic for any engine with a
 from __future__ import annotations
 
 import re
-import threading
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from .hypothesis import Hypothesis
@@ -52,20 +52,22 @@ class BergamotTranslator:
     name = "bergamot"
 
     def __init__(self, engine, mask: int | None = None, boundary_mask: int | None = None, align: str = "edit",  # noqa: ANN001
-                 lock: threading.Lock | None = None) -> None:
+                 worker: ThreadPoolExecutor | None = None) -> None:
         self.engine = engine  # BergamotEngine
         self.mask = mask
         self.boundary_mask = boundary_mask
         self.align = align
-        # One call at a time into the native engine: the lock is shared with the engine, since
-        # every translator made from one registry (sessions, targets) uses the same engine.
-        self._lock = lock or threading.Lock()
+        # One call at a time into the native engine, always from the same thread: the worker is
+        # shared with the engine, since every translator made from one registry (sessions,
+        # targets) uses the same engine. Called from whichever thread asked, under a lock, the
+        # engine crashed the process now and then beside the other native engines (a server
+        # session of two targets after another session, tests/integration/test_server_real.py).
+        self._worker = worker or ThreadPoolExecutor(1, thread_name_prefix="bergamot")
 
     def translate(self, text: str, source: str, target: str) -> str:
         if not text.strip():
             return ""
-        with self._lock:
-            return self.engine.translate(text, f"{source}-{target}")
+        return self._worker.submit(self.engine.translate, text, f"{source}-{target}").result()
 
     def open(self, source: str, target: str, examples: object = None) -> "RetranslationStream":
         check_pair(source, target, self.pairs, "bergamot")
@@ -165,8 +167,9 @@ def load_bergamot(config: BergamotConfig, registry) -> BergamotTranslator:  # no
 
     check_mask_options("bergamot", config.mask, config.boundary_mask, config.align)
     engine = registry.shared(("bergamot", config.cache_size, config.postedit), load)
-    lock = registry.shared(("bergamot-lock", config.cache_size, config.postedit), threading.Lock)
-    return BergamotTranslator(engine, config.mask, config.boundary_mask, config.align, lock=lock)
+    worker = registry.shared(("bergamot-thread", config.cache_size, config.postedit),
+                             lambda: ThreadPoolExecutor(1, thread_name_prefix="bergamot"))
+    return BergamotTranslator(engine, config.mask, config.boundary_mask, config.align, worker=worker)
 
 
 

@@ -156,10 +156,26 @@ def test_targets_config():
         parse_targets(" , ")
 
 
-def test_bergamot_translators_of_one_registry_share_the_engine_lock():
-    """Two targets (or two sessions) translate through one native engine: one call at a time,
-    whichever translator object makes it (concurrent calls crash the engine)."""
+def test_bergamot_translators_of_one_registry_call_the_engine_from_one_thread():
+    """Two targets (or two sessions) translate through one native engine: one call at a time, and
+    always from the same thread, whichever translator object and whichever thread asks (called from
+    any thread under a lock, the engine crashed the process now and then)."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
     from speech.translate.nmt import BergamotConfig, load_bergamot
+
+    calls: list[int] = []
+    busy = threading.Lock()
+
+    class Engine:
+        def translate(self, text, direction):
+            assert busy.acquire(blocking=False), "two calls at once"
+            try:
+                calls.append(threading.get_ident())
+                return text.upper()
+            finally:
+                busy.release()
 
     class Registry:
         def __init__(self):
@@ -167,9 +183,13 @@ def test_bergamot_translators_of_one_registry_share_the_engine_lock():
 
         def shared(self, key, load):
             if key not in self.cache:
-                self.cache[key] = object() if key[0] == "bergamot" else load()
+                self.cache[key] = Engine() if key[0] == "bergamot" else load()
             return self.cache[key]
 
     registry = Registry()
     one, two = load_bergamot(BergamotConfig(), registry), load_bergamot(BergamotConfig(), registry)
-    assert one.engine is two.engine and one._lock is two._lock
+    assert one.engine is two.engine
+    with ThreadPoolExecutor(4) as pool:
+        outs = list(pool.map(lambda i: (one, two)[i % 2].translate(f"w{i}", "en", "pt"), range(40)))
+    assert outs == [f"W{i}" for i in range(40)]
+    assert len(calls) == 40 and len(set(calls)) == 1 and calls[0] != threading.get_ident()
