@@ -32,6 +32,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              f"Whisper knows); default: the translation graph's sources, {','.join(SOURCES)}")
     parser.add_argument("--model", default="whisper-base",
                         help="recogniser (a multilingual Whisper: whisper-base or a local CTranslate2 folder)")
+    parser.add_argument("--sure", type=float, action="append", default=[], metavar="P",
+                        help="also score a staged decision (repeatable): at the first of --seconds where the "
+                             "choice has at least this probability, else at the last")
     parser.add_argument("--json", action="store_true", help='print one JSON object {"configs": [...]}')
 
 
@@ -77,6 +80,18 @@ def score(results: list[dict]) -> dict:
     return {"clips": len(results), "accuracy": round(right / max(len(results), 1), 4),
             "per_language": {k: {"clips": len(v), "right": sum(v)} for k, v in sorted(per.items())},
             "confusions": dict(confusions.most_common())}
+
+
+def staged(results: dict[float, list[dict]], sure: float) -> list[dict]:
+    """Per clip, the detection a staged decision takes: the first of the settings (by seconds of
+    speech) whose choice was not refused and has probability >= `sure`, else the last setting's."""
+    seconds = sorted(results)
+    chosen = []
+    for i in range(len(results[seconds[0]])):
+        tries = [results[s][i] for s in seconds]
+        chosen.append(next((r for r in tries[:-1] if not r["detected"].endswith("?") and r["probability"] >= sure),
+                           tries[-1]))
+    return chosen
 
 
 def run(args: argparse.Namespace) -> int:
@@ -130,6 +145,11 @@ def run(args: argparse.Namespace) -> int:
     configs = [{"seconds": s, **score(results[s]),
                 "detect_p50_s": round(percentile(times[s], 50) or 0.0, 3), "per_clip": results[s]}
                for s in seconds]
+    for sure in args.sure:
+        picked = staged(results, sure)
+        mean = sum(r["speech_s"] for r in picked) / max(len(picked), 1)
+        configs.append({"seconds": f"{'/'.join(f'{s:g}' for s in sorted(seconds))} at p>={sure:g}", "sure": sure,
+                        **score(picked), "mean_speech_s": round(mean, 2), "per_clip": picked})
     if args.json:
         print(json.dumps({"model": args.model, "candidates": "all" if everything else sorted(candidates),
                           "configs": configs}, ensure_ascii=False))
@@ -140,5 +160,7 @@ def run(args: argparse.Namespace) -> int:
         right = sum(v["right"] for v in c["per_language"].values())
         langs = " ".join(f"{k} {v['right']}/{v['clips']}" for k, v in c["per_language"].items())
         wrong = ", ".join(f"{k} x{n}" for k, n in c["confusions"].items()) or "-"
-        print(f"{c['seconds']:>6g}s {right:>4}/{c['clips']:<4}  {langs:<40} {c['detect_p50_s']:>9.2f}s  {wrong}")
+        heard = f"{c['seconds']:>6g}s" if "sure" not in c else f"{c['seconds']} (mean {c['mean_speech_s']:.2f} s):\n{'':>7}"
+        took = f"{c['detect_p50_s']:>9.2f}s" if "detect_p50_s" in c else f"{'':>10}"
+        print(f"{heard} {right:>4}/{c['clips']:<4}  {langs:<40} {took}  {wrong}")
     return 0

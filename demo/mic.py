@@ -24,7 +24,7 @@ from ..errors import UserError
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--source", default="en",
-                        help="spoken language, or auto: told from the first 4 s of speech (default en)")
+                        help="spoken language, or auto: told from the first 1-4 s of speech (default en)")
     parser.add_argument("--target", default="es", help="language to translate into (default es)")
     parser.add_argument("--input-file", type=Path, help="play this recording in real time instead of the microphone")
     parser.add_argument("--output-file", type=Path, help="also write the translated speech to this WAV file")

@@ -15,7 +15,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", type=Path, help="audio file (WAV, FLAC, Ogg Opus)")
     parser.add_argument("--url", default="ws://127.0.0.1:8765/ws", help="server (default ws://127.0.0.1:8765/ws)")
     parser.add_argument("--source", default="en",
-                        help="spoken language, or auto: the server tells it from the first 4 s of speech (default en)")
+                        help="spoken language, or auto: the server tells it from the first 1-4 s of speech (default en)")
     parser.add_argument("--target", default="es",
                         help="language to translate into (default es); several, comma-separated (es,pt), "
                              "from one recogniser")

@@ -108,7 +108,7 @@ def test_mic_screen_in_a_terminal_multiplexer(clip, tmp_path):
 @pytest.mark.slow
 def test_mic_tells_the_language_and_takes_the_multilingual_recogniser_for_it(tmp_path):
     """`--source auto` with the default recogniser (whisper-tiny.en is English-only): the language
-    is told from the first 4 s of speech, and no word before it is lost."""
+    is told from the first seconds of speech, and no word before it is lost."""
     from tests.conftest import FLEURS
 
     clip = FLEURS / "fleurs-pt-001.ogg"  # "construída pelos egípcios no século 3 antes de Cristo ..."

@@ -104,14 +104,28 @@ def test_the_language_told_from_the_first_speech_builds_the_session_and_every_ch
     asyncio.run(session(chunks, detector, inner, log).run())
     assert [c.source for c in inner.configs] == ["es"]
     assert [c.seq for c in inner.received] == [c.seq for c in chunks]  # nothing lost, in order
-    # it heard from the speech's onset (after the second of silence, less the detector's pre-roll)
-    # until 4 s of speech, not the silence before it
-    assert 4.0 * RATE <= heard[0] <= 6.5 * RATE, heard[0] / RATE
+    # sure at the first try: it heard from the speech's onset (after the second of silence, less the
+    # speech detector's pre-roll) until 1 s of speech, not the silence before it
+    assert len(heard) == 1 and 1.0 * RATE <= heard[0] <= 2.5 * RATE, heard[0] / RATE
     (told,) = [r for r in log.records if r["kind"] == "language"]
     assert told["detected"] == "es" and told["probability"] == 0.97
     # the held chunks are handed on once the language is known, not before
     held = [c for c in inner.received if c.start < 5.0]
     assert all(c.wall_time >= told["wall_time"] - 1e-4 for c in held)  # the log rounds to 0.1 ms
+
+
+def test_an_unsure_answer_waits_for_more_speech_and_the_last_try_decides():
+    heard: list[float] = []
+
+    def unsure(samples, candidates):
+        heard.append(len(samples) / RATE)
+        return Detection("pt", 0.6, (("pt", 0.6), ("es", 0.3)), len(samples) / RATE)
+
+    inner, log = Inner(), EventLog()
+    asyncio.run(session(chunked(talk()), unsure, inner, log).run())
+    assert len(heard) == 4 and heard == sorted(heard) and 4.0 <= heard[-1] <= 5.5, heard
+    assert [c.source for c in inner.configs] == ["pt"]
+    assert [r["detected"] for r in log.records if r["kind"] == "language"] == ["pt"]  # one record: the answer
 
 
 def test_silence_builds_nothing_and_ends_quietly():

@@ -35,3 +35,16 @@ def test_a_clip_must_say_its_language_unless_the_manifest_is_librivox(tmp_path):
         load_clips([str(tmp_path / "none.jsonl")])
     manifest.write_text(json.dumps({"file": "a.wav", "lang": "es"}) + "\n")
     assert load_clips([str(manifest)]) == [{"file": str(tmp_path / "a.wav"), "language": "es"}]
+
+
+def test_a_staged_decision_takes_the_first_sure_choice_else_the_last():
+    from speech.asr.langid_bench import staged
+
+    results = {2.0: [{"detected": "pt", "probability": 0.95, "speech_s": 2.0},
+                     {"detected": "en", "probability": 0.6, "speech_s": 2.0},
+                     {"detected": "lt?", "probability": 0.97, "speech_s": 2.0}],
+               4.0: [{"detected": "pt", "probability": 0.99, "speech_s": 4.0},
+                     {"detected": "pt", "probability": 0.7, "speech_s": 4.0},
+                     {"detected": "pt", "probability": 0.99, "speech_s": 4.0}]}
+    assert [r["speech_s"] for r in staged(results, 0.9)] == [2.0, 4.0, 4.0]  # sure; unsure; refused
+    assert [r["speech_s"] for r in staged(results, 0.5)] == [2.0, 2.0, 4.0]
