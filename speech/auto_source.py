@@ -7,13 +7,14 @@ among the languages a path translates into every target, and an answer it is sur
 0.9) is taken; after 4 s (or at the input's end) its answer is taken whatever it is. It then logs a
 `language` record, builds the ordinary session for that language and feeds it the held chunks
 before the rest, so no word is lost; the first words are heard that much later
-(docs/asr.md, "Language detection").
+(docs/asr.md, "Language detection"). A speaker of one of several targets is translated into the
+others (the record says which went untranslated); of the only target, the session ends, named.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -88,9 +89,13 @@ class DetectingSession:
                     await outbox.put(chunk)
                 await reader  # the source's own error, if it failed
 
+            config, sink = self.config.replace(source=language), self.sink
+            if language in config.all_targets:  # the speaker's own listeners hear nothing translated
+                config = other_targets(config, language)
+                sink = {t: s for t, s in sink.items() if t != language} if isinstance(sink, Mapping) else sink
             build = self.build or build_session
-            session = build(self.registry, self.config.replace(source=language), replay, self.sink,
-                            clock=self.clock, log=self.log, first_link=self.first_link)
+            session = build(self.registry, config, replay, sink, clock=self.clock, log=self.log,
+                            first_link=self.first_link)
             await session.run()
         finally:
             if not reader.done():
@@ -158,14 +163,25 @@ class DetectingSession:
         ready = timer.end()
         if not last and found.probability < self.sure:
             return None, ready
-        if found.language in self.config.all_targets:
-            error = LanguageUnknown(f"the speaker speaks {found.language}, a language asked for as a target; "
-                                    "ask for other targets")
+        targets = self.config.all_targets
+        if targets == (found.language,):
+            error = LanguageUnknown(f"the speaker speaks {found.language}, the language asked for as the target; "
+                                    "ask for another target")
             self.log.write("language", detected=found.language, reason=str(error))
             raise StageError("language", error)
+        untranslated = {"untranslated": [found.language]} if found.language in targets else {}
         self.log.write("language", detected=found.language, probability=round(found.probability, 3),
-                       speech_s=round(found.speech_s, 2), wall_time=round(ready, 4))
+                       speech_s=round(found.speech_s, 2), wall_time=round(ready, 4), **untranslated)
         return found.language, ready
+
+
+def other_targets(config: Any, language: str) -> Any:
+    """`config` (a PipelineConfig of several targets) translating into every target but `language`,
+    the one the speaker speaks: its listeners already understand the speaker."""
+    rest = tuple(t for t in config.all_targets if t != language)
+    if not rest:
+        raise ValueError(f"{language} is the only target")
+    return config.replace(target=rest[0], targets=rest if len(rest) > 1 else ())
 
 
 @dataclass

@@ -24,7 +24,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("input", help="audio file (WAV, FLAC, Ogg Opus)")
     parser.add_argument("--source", default="en",
                         help="language spoken in INPUT, or auto: Whisper tells it from the first 30 s of speech, "
-                             "among the languages translated into --target (default: en)")
+                             "among the languages translated into --target; a target it speaks is left out (default: en)")
     parser.add_argument("--target", default="es",
                         help="language to speak (default: es); several, comma-separated (es,pt,fr), share one "
                              "recogniser and write one WAV each")
@@ -252,9 +252,18 @@ def run(args: argparse.Namespace) -> int:
 
     if config.source == "auto":
         config = detected_source(args.input, config, registry, quiet=args.quiet)
-        if config.source in targets:
-            raise UserError(f"{args.input} is already in {config.source}, a language asked for; give other --target "
-                            "languages")
+        if targets == (config.source,):
+            raise UserError(f"{args.input} is already in {config.source}, the language asked for; give another "
+                            "--target")
+        if config.source in targets:  # translated into the other targets
+            from .auto_source import other_targets
+
+            skipped = outputs.pop(config.source)
+            if not args.quiet:
+                print(f"{args.input} is in {config.source}: not translated into it, and no {skipped} written",
+                      file=sys.stderr)
+            config = other_targets(config, config.source)
+            targets = config.all_targets
     check_config(config, registry)  # names, devices and paths, before anything loads
     # The voices' and the codec's own options (a codec rate) fail here, before the recogniser and
     # translator load.

@@ -19,7 +19,7 @@ const state = {
   lags: [], stopTimer: null, ended: false,
   // resume: the session, the last event seen, and the frames not yet known to have arrived
   session: null, resumeToken: "", lastSeq: 0, frames: [], frameBase: 0, streaming: false,
-  endSent: false, dropSince: 0, retryDelay: 200, shownTarget: null, listening: false,
+  endSent: false, dropSince: 0, retryDelay: 200, shownTarget: null, targets: [], listening: false,
   peaks: [], // the loudest sample of each of the last LEVEL_FRAMES frames
 };
 const KEEP_FRAMES = 600; // 60 s of frames kept for a resume
@@ -69,6 +69,11 @@ function play(meta, data) {
   $("audio-seconds").textContent = state.audioSeconds.toFixed(1);
 }
 
+function untranslatedStatus(language) {
+  document.body.dataset.untranslated = language;
+  setStatus(`the speaker speaks ${LANGUAGES.names[language] || language}, the language you chose: nothing to translate`);
+}
+
 function shown(event) {
   return !event.target || !state.shownTarget || event.target === state.shownTarget;
 }
@@ -76,6 +81,7 @@ function shown(event) {
 function onReady(event) {
   state.session = event.session;
   state.resumeToken = event.resume_token;
+  state.targets = event.targets;
   state.shownTarget = event.targets[0];
   document.body.dataset.session = event.session;
   if (event.resumed) document.body.dataset.resumes = String(Number(document.body.dataset.resumes || "0") + 1);
@@ -117,7 +123,11 @@ function onMessage(msg) {
   if (typeof event.seq === "number" && event.type !== "audio") state.lastSeq = event.seq;
   switch (event.type) {
     case "ready": onReady(event); break;
-    case "listening": setStatus(`listening to session ${event.session} in ${event.target}`); break;
+    case "listening":
+      state.shownTarget = event.target;
+      if (event.source === event.target) untranslatedStatus(event.source);
+      else setStatus(`listening to session ${event.session} in ${event.target}`);
+      break;
     case "recognition": showText("source", event); if (event.committed.length) showLag(event.lag); break;
     case "translation":
       if (!shown(event)) break;
@@ -129,6 +139,12 @@ function onMessage(msg) {
       if (shown(event)) countWords("unspoken-words", event.text); break;
     case "language":  // the server told the language from the first speech (source "auto")
       document.body.dataset.language = event.source;
+      if ((event.untranslated || []).includes(state.shownTarget)) {
+        // the speaker speaks the language shown: a speaker's page shows the next target instead
+        const next = state.targets.find((t) => !event.untranslated.includes(t));
+        if (state.listening || !next) { untranslatedStatus(event.source); break; }
+        state.shownTarget = next;
+      }
       setStatus(`listening: the speaker speaks ${LANGUAGES.names[event.source] || event.source} (told from ${event.speech_s} s of speech)`);
       break;
     case "error": setStatus(`error (${event.code}): ${event.message}`, true); break;

@@ -65,8 +65,9 @@ class Printer:
             for target, url in event["listen"].items():
                 print(f"listeners ({target}): {url}", file=sys.stderr, flush=True)
         elif kind == "language":
+            untranslated = "; not translated into " + ", ".join(event["untranslated"]) if event.get("untranslated") else ""
             print(f"language: {event['source']} (told from {_f(event.get('speech_s'))} s of speech, "
-                  f"probability {_f(event.get('probability'))})", file=sys.stderr, flush=True)
+                  f"probability {_f(event.get('probability'))}){untranslated}", file=sys.stderr, flush=True)
         elif kind == "error":
             print(f"error ({event['code']}): {event['message']}", file=sys.stderr, flush=True)
         elif kind == "done":
@@ -114,11 +115,14 @@ def run(args: argparse.Namespace) -> int:
         result, signal_name = asyncio.run(streamed())
     except (OSError, InvalidHandshake, InvalidURI) as e:
         raise UserError(f"cannot reach {args.url} ({e}); is `speech serve` running?") from None
+    told = next((e for e in result.events if e["type"] == "language"), {})
     for target, path in outputs.items():
         samples, rate = result.pcm(target)
         if rate:
             write_wav(path, samples, rate)
             print(f"wrote {path} ({len(samples) / rate:.1f} s)", file=sys.stderr)
+        elif target in told.get("untranslated", ()):
+            print(f"no {path}: {args.file} is in {target}, not translated", file=sys.stderr)
     if result.stopped:
         print(f"stopped by {signal_name} after {result.sent_s:.1f} s of {args.file}", file=sys.stderr)
     if result.error:

@@ -369,7 +369,8 @@ class LiveSession:
         elif kind == "language" and rec.get("detected"):  # told from the first speech: everyone hears of it
             self.spoken = rec["detected"]
             event = {"type": "language", "source": self.spoken, "probability": rec.get("probability"),
-                     "speech_s": rec.get("speech_s")}
+                     "speech_s": rec.get("speech_s"), **({"untranslated": rec["untranslated"]}
+                                                         if rec.get("untranslated") else {})}
             self._publish(event, listener_event=dict(event))
 
 

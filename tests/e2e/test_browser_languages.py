@@ -30,12 +30,16 @@ def test_language_pickers_offer_what_the_server_serves_fake_pipeline(tmp_path):
                                                                        + (b.checked ? '+' : '')),
         target: document.getElementById('target').value,
         language: document.body.dataset.language || '',
+        translated: document.getElementById('target-committed').textContent,
+        session: document.body.dataset.session || '',
         status: document.getElementById('status').textContent})"""
     pick_spanish = """(() => { const s = document.getElementById('source'); s.value = 'es';
         s.dispatchEvent(new Event('change')); document.getElementById('start').click(); return '{}'; })()"""
-    # any language, told by the server: every target can be chosen, and the page says what was heard
+    # any language, told by the server: every target can be chosen, and the page says what was heard;
+    # Spanish first, then English: the Spanish speaker is translated into English, which the page shows
     pick_auto = """(() => { const s = document.getElementById('source'); s.value = 'auto';
-        s.dispatchEvent(new Event('change')); document.querySelector('#targets input[value="en"]').click();
+        s.dispatchEvent(new Event('change')); document.querySelector('#targets input[value="es"]').click();
+        document.querySelector('#targets input[value="en"]').click();
         document.getElementById('start').click(); return '{}'; })()"""
     import numpy as np
     import soundfile as sf
@@ -51,7 +55,7 @@ def test_language_pickers_offer_what_the_server_serves_fake_pipeline(tmp_path):
         first, after = asyncio.run(act_between(devtools, expr, lambda v: v.get("sources") == ["auto", "en", "es"],
                                                pick_spanish, lambda v: "choose" in v.get("status", ""), 30))
         _, told = asyncio.run(act_between(devtools, expr, lambda v: True, pick_auto,
-                                          lambda v: v.get("language") == "es", 30))
+                                          lambda v: v.get("language") == "es" and v.get("translated"), 30))
         # a listener's link: the talk's own source decides, so English stays chosen on an English page
         from urllib.parse import quote
 
@@ -59,6 +63,12 @@ def test_language_pickers_offer_what_the_server_serves_fake_pipeline(tmp_path):
         request = urllib.request.Request(f"http://127.0.0.1:{devtools}/json/new?{quote(listen, safe='')}", method="PUT")
         page = json.loads(urllib.request.urlopen(request, timeout=10).read())
         listener = asyncio.run(evaluate(page["webSocketDebuggerUrl"], expr, lambda v: len(v.get("boxes", [])) == 3, 30))
+        # a listener in the speaker's own language is told there is nothing to translate
+        own = f"http://127.0.0.1:{port}/?listen={told['session']}&target=es&autostart=1"
+        request = urllib.request.Request(f"http://127.0.0.1:{devtools}/json/new?{quote(own, safe='')}", method="PUT")
+        page = json.loads(urllib.request.urlopen(request, timeout=10).read())
+        untranslated = asyncio.run(evaluate(page["webSocketDebuggerUrl"], expr,
+                                            lambda v: "nothing to translate" in v.get("status", ""), 30))
     finally:
         if browser is not None:
             browser.kill()
@@ -74,5 +84,8 @@ def test_language_pickers_offer_what_the_server_serves_fake_pipeline(tmp_path):
     assert after["boxes"] == ["en", "es-", "pt-"] and after["target"] == "", after
     assert after["status"] == "choose a language to translate into", after
     assert listener["boxes"] == ["en+", "es", "pt"] and listener["target"] == "en", listener
-    assert told["source"] == "auto" and told["boxes"] == ["en+", "es", "pt"], told
+    assert told["source"] == "auto" and told["boxes"] == ["en+", "es+", "pt"] and told["target"] == "es,en", told
+    assert told["translated"].split()[0].isupper(), told  # the fake translator's English branch
+    assert untranslated["status"] == "the speaker speaks Spanish, the language you chose: nothing to translate"
+    assert untranslated["translated"] == "", untranslated
     assert told["status"] == "listening: the speaker speaks Spanish (told from 4 s of speech)", told

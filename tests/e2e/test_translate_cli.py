@@ -177,19 +177,23 @@ def test_ctrl_c_stops_the_input_and_still_writes_what_was_heard(tmp_path):
 
 
 @pytest.mark.slow
-def test_source_auto_tells_the_language_and_refuses_one_asked_for(tmp_path):
+def test_source_auto_tells_the_language_and_leaves_out_a_target_it_speaks(tmp_path):
+    """Spanish speech asked into Spanish and English is translated into English; asked into
+    Spanish only, it is refused by name."""
     from tests.conftest import FLEURS
 
     clip = FLEURS / "fleurs-es-000.ogg"
     require_data(clip)
     out, log = tmp_path / "out.wav", tmp_path / "events.jsonl"
-    done = speech("translate", str(clip), "--source", "auto", "--target", "en", "-o", str(out), "--log", str(log),
+    done = speech("translate", str(clip), "--source", "auto", "--target", "es,en", "-o", str(out), "--log", str(log),
                   "--compact")
     assert done.returncode == 0, done.stderr
     assert f"{clip}: speaks Spanish (es), Whisper's probability" in done.stderr
+    assert f"{clip} is in es: not translated into it, and no {tmp_path / 'out.es.wav'} written" in done.stderr
     assert "s of es audio" in done.stdout and "travel plans" in done.stdout
+    assert (tmp_path / "out.en.wav").exists() and not (tmp_path / "out.es.wav").exists()
     meta = next(json.loads(line) for line in log.read_text().splitlines() if '"meta"' in line)
-    assert meta["config"]["source"] == "es"
+    assert meta["config"]["source"] == "es" and meta["config"]["target"] == "en"
     same = speech("translate", str(clip), "--source", "auto", "--target", "es", "-o", str(tmp_path / "es.wav"))
-    assert same.returncode == 2 and f"{clip} is already in es, a language asked for" in same.stderr
+    assert same.returncode == 2 and f"{clip} is already in es, the language asked for" in same.stderr
     assert not (tmp_path / "es.wav").exists() and "Traceback" not in same.stderr

@@ -95,13 +95,16 @@ def test_two_targets_from_one_recogniser(pipeline, tmp_path):
 
 
 def test_source_auto_tells_the_language_before_the_first_words_and_loses_none(registry, tmp_path):
+    """Asked for Spanish and English, a Spanish speaker is translated into English only, and every
+    listener is told which target went untranslated."""
     from tests.conftest import FLEURS
 
     multilingual = RealPipeline(registry, PipelineConfig())  # whisper-base
 
     async def main():
         async with SpeechServer(ServerConfig(port=0, log_dir=tmp_path), multilingual) as srv:
-            return await stream_file(srv.url, FLEURS / "fleurs-es-000.ogg", "auto", "en", speed=2.0)
+            return await stream_file(srv.url, FLEURS / "fleurs-es-000.ogg", "auto", "es", targets=("es", "en"),
+                                     speed=2.0)
 
     res = asyncio.run(asyncio.wait_for(main(), 240))
     assert res.error is None and res.events[-1]["type"] == "done"
@@ -109,7 +112,9 @@ def test_source_auto_tells_the_language_before_the_first_words_and_loses_none(re
     assert kinds[0] == "language" and kinds.count("language") == 1
     told = next(e for e in res.events if e["type"] == "language")
     assert told["source"] == "es" and told["probability"] > 0.9 and 1.0 <= told["speech_s"] <= 6.0, told
+    assert told["untranslated"] == ["es"], told
     heard = res.committed("recognition")
     assert heard == committed_in_log(tmp_path, "asr")  # every word reached the speaker, in order
     assert heard[0].lower().startswith("se") and "viajeros" in [w.lower() for w in heard], heard
-    assert res.committed("translation") and res.audio
+    assert res.committed("translation", "en") and not res.committed("translation", "es")
+    assert {meta["target"] for meta, _ in res.audio} == {"en"}

@@ -1,7 +1,7 @@
 """A live session told its language from the first speech (speech/auto_source.py), with a fake
 detector and a fake inner session: every chunk reaches the session built for the language told,
-in order; silence builds nothing; a language asked for as a target, or one nothing translates,
-ends the session with a named error."""
+in order; silence builds nothing; a speaker of one of several targets is translated into the others;
+of the only target, or of a language nothing translates, the session ends with a named error."""
 
 from __future__ import annotations
 
@@ -85,9 +85,9 @@ def source_of(chunks: list[AudioChunk], fail: Exception | None = None):
     return source
 
 
-def session(chunks, detector, inner, log, targets=("en",), fail=None) -> DetectingSession:
+def session(chunks, detector, inner, log, targets=("en",), fail=None, sink=None) -> DetectingSession:
     config = PipelineConfig(source="auto", target=targets[0], targets=tuple(targets) if len(targets) > 1 else ())
-    return DetectingSession(Registry(), config, source_of(chunks, fail), None, SimulatedClock(), log,
+    return DetectingSession(Registry(), config, source_of(chunks, fail), sink, SimulatedClock(), log,
                             detector=detector, candidates={"en", "es", "pt"}, build=inner)
 
 
@@ -136,13 +136,34 @@ def test_silence_builds_nothing_and_ends_quietly():
     assert [r["reason"] for r in log.records if r["kind"] == "language"] == ["no speech"]
 
 
-def test_a_speaker_of_a_target_language_is_told_so_by_name():
+def test_a_speaker_of_the_only_target_language_is_told_so_by_name():
     inner, log = Inner(), EventLog()
     found = lambda s, c: Detection("en", 0.99, (("en", 0.99),), 4.0)  # noqa: E731
     with pytest.raises(StageError) as e:
-        asyncio.run(session(chunked(talk()), found, inner, log, targets=("es", "en")).run())
-    assert e.value.stage == "language" and "speaks en, a language asked for as a target" in str(e.value)
+        asyncio.run(session(chunked(talk()), found, inner, log, targets=("en",)).run())
+    assert e.value.stage == "language" and "speaks en, the language asked for as the target" in str(e.value)
     assert inner.configs == []
+
+
+def test_a_speaker_of_one_of_several_targets_is_translated_into_the_others():
+    inner, log = Inner(), EventLog()
+    sinks = {"es": "sink-es", "en": "sink-en", "pt": "sink-pt"}
+    built = []
+
+    def build(registry, config, source, sink, **kw):
+        built.append(sink)
+        return inner(registry, config, source, sink, **kw)
+
+    found = lambda s, c: Detection("en", 0.99, (("en", 0.99),), 4.0)  # noqa: E731
+    chunks = chunked(talk())
+    detecting = session(chunks, found, inner, log, targets=("es", "en", "pt"), sink=sinks)
+    detecting.build = build
+    asyncio.run(detecting.run())
+    assert [(c.source, c.all_targets) for c in inner.configs] == [("en", ("es", "pt"))]
+    assert built == [{"es": "sink-es", "pt": "sink-pt"}]
+    assert [c.seq for c in inner.received] == [c.seq for c in chunks]  # nothing lost
+    told = [r for r in log.records if r["kind"] == "language"]
+    assert [(r["detected"], r["untranslated"]) for r in told] == [("en", ["en"])]
 
 
 def test_a_language_nothing_translates_ends_the_session_with_its_name():

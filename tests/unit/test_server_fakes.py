@@ -29,8 +29,9 @@ class FakeAsr:
     name = "asr"
 
     def __init__(self, log: EventLog, clock, word_s: float = 0.5, boom_after_s: float | None = None, cost_s: float = 0.0,
-                 words: tuple[str, ...] = (), tells: str = ""):
+                 words: tuple[str, ...] = (), tells: str = "", untranslated: bool = False):
         self.log, self.clock, self.word_s, self.boom_after_s, self.cost_s = log, clock, word_s, boom_after_s, cost_s
+        self.untranslated = untranslated  # the language it tells is a target, left out
         self.words = words  # the text it "hears" (repeated); empty: w0, w1, ...
         self.tells = tells  # source "auto": the language it says it heard, at the first chunk
 
@@ -43,7 +44,8 @@ class FakeAsr:
         async for chunk in inbox:
             heard = chunk.end
             if self.tells:  # as speech.auto_source logs it
-                self.log.write("language", detected=self.tells, probability=0.9, speech_s=4.0)
+                self.log.write("language", detected=self.tells, probability=0.9, speech_s=4.0,
+                               **({"untranslated": [self.tells]} if self.untranslated else {}))
                 self.tells = ""
             if self.boom_after_s is not None and heard > self.boom_after_s:
                 raise RuntimeError("fake recogniser exploded")
@@ -161,13 +163,18 @@ def fake_pipeline(hello, source, sink, clock, log) -> Session:
     cost = 0.05 if hello.target.endswith("-slow") else 0.0
     if hello.target.endswith("-oom"):
         raise MemoryError("fake engine ran out of memory while loading")
-    asr = FakeAsr(log, clock, boom_after_s=boom, cost_s=cost, tells="es" if hello.source == "auto" else "")
+    # source "auto": Spanish is heard, and a Spanish target among others is left out, as speech.auto_source does
+    untranslated = hello.source == "auto" and "es" in targets and len(targets) > 1
+    targets = tuple(t for t in targets if not (untranslated and t == "es"))
+    asr = FakeAsr(log, clock, boom_after_s=boom, cost_s=cost, tells="es" if hello.source == "auto" else "",
+                  untranslated=untranslated)
     sinks = sink if isinstance(sink, dict) else {targets[0]: sink}
     if len(targets) == 1:
         fault = next((f for f in ("hang", "raise") if hello.target.endswith("-" + f)), None)
-        mt = FaultyMt(log, clock, fault, RELEASE_HUNG_CALLS) if fault else FakeMt(log, clock)
+        branch_log = BranchLog(log, targets[0]) if untranslated else log  # the one left names its target
+        mt = FaultyMt(log, clock, fault, RELEASE_HUNG_CALLS) if fault else FakeMt(branch_log, clock)
         odd = next((m for m in ("unspoken", "relief") if hello.target.endswith("-" + m)), "")
-        tts = FakeTts(log, clock, odd_words=odd)
+        tts = FakeTts(branch_log, clock, odd_words=odd)
         return Session([asr, mt, tts], source, sinks[targets[0]], clock=clock, log=log)
     branches = []
     for target in targets:
