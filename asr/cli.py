@@ -13,7 +13,7 @@ from typing import IO
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("input", metavar="INPUT", help="audio file (WAV, FLAC, Ogg Opus; any rate, mono or stereo)")
+    parser.add_argument("input", metavar="INPUT", help="audio file (WAV, FLAC, Ogg Opus or Vorbis, MP3; any rate, mono or stereo)")
     parser.add_argument("--model", default="whisper-base",
                         help="whisper-base (default), whisper-tiny.en, pocketsphinx, or a local CTranslate2 Whisper folder")
     parser.add_argument("--language", default="en",

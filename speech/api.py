@@ -277,7 +277,7 @@ def translate_file(path: str | Path, source: str | None = None, target: str | No
                    config: PipelineConfig | None = None, output: str | Path | None = None,
                    realtime: bool = False, compact: bool = False, log: str | Path | None = None,
                    registry: Any = None, **options: Any) -> Result:
-    """Translate the speech in an audio file (WAV, FLAC, Ogg Opus) into speech in `target`.
+    """Translate the speech in an audio file (WAV, FLAC, Ogg Opus or Vorbis, MP3) into speech in `target`.
 
     `config` (default PipelineConfig()) gives the stages' settings; `source`, `target` and
     `options` (PipelineConfig keys, and `device` for both the recogniser and an LLM translator)

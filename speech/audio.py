@@ -1,4 +1,4 @@
-"""Audio sources: files (WAV, FLAC, Ogg Opus through soundfile), chunked and paced.
+"""Audio sources: files (WAV, FLAC, Ogg Opus or Vorbis, MP3 through soundfile), chunked and paced.
 
 A file source reads its file block by block (never whole: an hours-long recording costs one
 block of memory), mixes each block down to mono and resamples it with soxr's *streaming*
@@ -49,7 +49,7 @@ _READ_ERRORS = (RuntimeError, TypeError, ValueError, EOFError, OSError, MemoryEr
 
 
 def _unreadable(p: Path, e: BaseException) -> AudioInputError:
-    return AudioInputError(f"{p}: not a readable audio file ({e}); give a WAV, FLAC or Ogg Opus file")
+    return AudioInputError(f"{p}: not a readable audio file ({e}); give a WAV, FLAC, Ogg or MP3 file")
 
 
 def probe_audio(path: str | Path) -> AudioInfo:

@@ -21,7 +21,7 @@ from .errors import UserError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("input", help="audio file (WAV, FLAC, Ogg Opus)")
+    parser.add_argument("input", help="audio file (WAV, FLAC, Ogg Opus or Vorbis, MP3)")
     parser.add_argument("--source", default="en",
                         help="language spoken in INPUT, or auto: Whisper tells it from the first 30 s of speech, "
                              "among the languages translated into --target; a target it speaks is left out (default: en)")

@@ -12,7 +12,7 @@ from ..errors import UserError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", type=Path, help="audio file (WAV, FLAC, Ogg Opus)")
+    parser.add_argument("file", type=Path, help="audio file (WAV, FLAC, Ogg Opus or Vorbis, MP3)")
     parser.add_argument("--url", default="ws://127.0.0.1:8765/ws", help="server (default ws://127.0.0.1:8765/ws)")
     parser.add_argument("--source", default="en",
                         help="spoken language, or auto: the server tells it from the first 1-4 s of speech (default en)")
