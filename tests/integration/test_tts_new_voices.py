@@ -31,11 +31,12 @@ pytestmark = pytest.mark.slow
 
 LINES = 20  # whole sentences, from the first line the voices were tuned on
 # language: (the voice as shipped, the most the tuned voice may miss, how much worse the shipped
-# one is at least). Measured over 3-4 draws each, with other voices spoken in between: it 29.6-31.1 %
-# tuned, 36.0-38.7 % shipped; ca 40.4-41.5 / 69.7-73.1 %; gl 48.1-49.2 %.
+# one is at least). Measured over draws with different speech before them: it 29.6-31.1 % tuned,
+# 36.0-38.7 % shipped (4 draws); ca 41.5-48.2 % (11 draws; 48.2 % in a whole-suite run) / 69.7-73.1 %;
+# gl 48.1-50.6 % (10 draws). Catalan spreads the most, so its floor sits 4 points above its worst.
 CASES = {
     "it": ("espeak:it", 0.38, 0.03),
-    "ca": ("espeak:ca", 0.48, 0.15),
+    "ca": ("espeak:ca", 0.52, 0.15),
     "gl": ("espeak:es", 0.55, None),
 }
 
