@@ -14,6 +14,7 @@ import argparse
 import json
 import multiprocessing as mp
 import os
+import statistics
 import sys
 from pathlib import Path
 from typing import Any, Iterator
@@ -54,6 +55,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="a recogniser option for every configuration (repeatable), e.g. "
                              "encoder_pad_s=1.0 or beam_size=2; the names are the fields of the "
                              "recogniser's config (`speech backends` lists them)")
+    parser.add_argument("--config", metavar="FILE.toml",
+                        help="TOML (or JSON) file whose [asr_options] set the stage for every configuration "
+                             "(update_s, segment_start, first_update_s, first_update_words)")
     parser.add_argument("--long", type=float, default=0, metavar="SECONDS",
                         help="instead: one stream of the clips concatenated to SECONDS (e.g. 300), "
                              "reporting update time and lag per minute (flat = buffer trimming works)")
@@ -113,9 +117,20 @@ def corpus_errors(pairs: list[tuple[str, str]], language: str) -> ErrorCounts:
     return sum((word_errors(ref, hyp, language) for ref, hyp in pairs), ErrorCounts())
 
 
+STAGE_KEYS = ("segment_start", "first_update_s", "first_update_words")
+
+
+def stage_options(path: str | None) -> dict:
+    """The ASR stage options of a configuration file's [asr_options] (the defaults without one)."""
+    from speech.eval.configs import load_config
+
+    typed = load_config(path, "en", "es").asr_options
+    return {"update_s": typed.update_s, **{k: getattr(typed, k) for k in STAGE_KEYS}}
+
+
 def run_config(model: str, policy: str, language: str, clips: list[dict], chunk_ms: int,
                update_s: float | None, vad: bool, threads: int, adaptive: bool = False,
-               settings: dict | None = None, progress: Any = None) -> dict:
+               settings: dict | None = None, progress: Any = None, stage: dict | None = None) -> dict:
     """One configuration over all clips (meant to run in a fresh process)."""
     import resource
 
@@ -133,8 +148,9 @@ def run_config(model: str, policy: str, language: str, clips: list[dict], chunk_
     registry = default_registry()
     opts = ({"cpu_threads": threads} if model.startswith("whisper") else {}) | (settings or {})
     options = AsrOptions(update_s=update_s, vad=VadConfig() if vad else None,
-                         max_behind_s=0.3 if adaptive else float("inf"))
+                         max_behind_s=0.3 if adaptive else float("inf"), **(stage or {}))
     streamed_pairs: list[tuple[str, str]] = []
+    first_commit: list[tuple[float, float]] = []  # (source, wall) seconds from the first word spoken
     offline_pairs: list[tuple[str, str]] = []
     lag = RecognitionLag(0)
     updates: list[float] = []
@@ -146,7 +162,11 @@ def run_config(model: str, policy: str, language: str, clips: list[dict], chunk_
         result = stream(registry, model, policy, language, samples, rate, chunk_ms, options, **opts)
         streamed_pairs.append((clip["ref"], result.text))
         offline_pairs.append((clip["ref"], " ".join(w.text for w in offline)))
-        lag += recognition_lag(committed(result), reference_timeline(clip["file"], language, registry))
+        reference = reference_timeline(clip["file"], language, registry)
+        lag += recognition_lag(committed(result), reference)
+        if result.words and reference and reference[0].start is not None:
+            onset = reference[0].start
+            first_commit.append((result.commit_source[0] - onset, result.commit_wall[0] - onset))
         updates += result.update_s
         compute += result.compute_s
         audio_s += info.duration
@@ -172,6 +192,8 @@ def run_config(model: str, policy: str, language: str, clips: list[dict], chunk_
         "lag_ca_p50_s": r(percentile(lag.lag_wall, 50)), "lag_ca_p90_s": r(percentile(lag.lag_wall, 90)),
         "lag_reference_words": lag.reference_words,
         "lag_unmatched_share": r(lag.unmatched_share, 4),
+        "first_commit_s": r(statistics.fmean(f[0] for f in first_commit)) if first_commit else None,
+        "first_commit_ca_s": r(statistics.fmean(f[1] for f in first_commit)) if first_commit else None,
         "rtf": r(compute / max(audio_s, 1e-9)),
         "update_p50_s": r(percentile(updates, 50)), "update_p90_s": r(percentile(updates, 90)),
         "peak_rss_mb": r(peak_kb / 1024.0, 1),
@@ -181,7 +203,8 @@ def run_config(model: str, policy: str, language: str, clips: list[dict], chunk_
 
 def run_long(model: str, policy: str, language: str, clips: list[dict], chunk_ms: int,
              update_s: float | None, vad: bool, threads: int, adaptive: bool = False,
-             settings: dict | None = None, seconds: float = 300.0, progress: Any = None) -> dict:
+             settings: dict | None = None, seconds: float = 300.0, progress: Any = None,
+             stage: dict | None = None) -> dict:
     """One long stream: the clips back to back until `seconds`; figures per minute of source."""
     import numpy as np
 
@@ -218,7 +241,7 @@ def run_long(model: str, policy: str, language: str, clips: list[dict], chunk_ms
                 break
     audio = np.concatenate(pieces)
     options = AsrOptions(update_s=update_s, vad=VadConfig() if vad else None,
-                         max_behind_s=0.3 if adaptive else float("inf"))
+                         max_behind_s=0.3 if adaptive else float("inf"), **(stage or {}))
     result = stream(registry, model, policy, language, audio, 16000, chunk_ms, options, **opts)
     # Align clip by clip (the clips repeat: a global alignment could pair a word with the same
     # word of another repetition).
@@ -326,7 +349,9 @@ def run(args: argparse.Namespace) -> int:
     if args.limit < 0:
         raise UserError(f"--limit must be 0 (all clips) or more, got {args.limit}")
     clips = load_clips(args.manifest or default_manifests(args.language), args.language, args.limit)
-    update_s = args.update_ms / 1000 if args.update_ms else None
+    stage = stage_options(args.config)
+    file_update_s = stage.pop("update_s")
+    update_s = args.update_ms / 1000 if args.update_ms else file_update_s
     from .reference import cache_path
 
     missing = [c for c in clips if not cache_path(c["file"], args.language).exists()]
@@ -342,9 +367,10 @@ def run(args: argparse.Namespace) -> int:
                               args.adaptive, settings)
                 on_clip = lambda n, m=m, p=p: bar.update(n, f"{m}/{p}")  # noqa: E731
                 if args.long:
-                    configs.append(run_isolated("long", job, on_clip, f"configuration {m}/{p}", seconds=args.long))
+                    configs.append(run_isolated("long", job, on_clip, f"configuration {m}/{p}", seconds=args.long,
+                                                stage=stage))
                 else:
-                    configs.append(run_isolated("config", job, on_clip, f"configuration {m}/{p}"))
+                    configs.append(run_isolated("config", job, on_clip, f"configuration {m}/{p}", stage=stage))
     if args.json:
         print(json.dumps({"configs": configs}))
         return 0
@@ -356,7 +382,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"  reference words not matched: {c['lag_unmatched_share']}")
         return 0
     cols = ("name", "wer", "offline_wer", "lag_p50_s", "lag_p90_s", "lag_ca_p50_s", "lag_ca_p90_s",
-            "lag_unmatched_share", "rtf", "update_p50_s", "peak_rss_mb")
+            "lag_unmatched_share", "first_commit_s", "rtf", "update_p50_s", "peak_rss_mb")
     print(f"{len(clips)} clips, {configs[0]['audio_s']} s of audio, {configs[0]['words']} reference words")
     print("  ".join(f"{c:>14}" if i else f"{c:<34}" for i, c in enumerate(cols)))
     for c in configs:

@@ -62,6 +62,10 @@ class LocalAgreement:
         self._history = [h[k:] for h in self._history]
         return list(hypothesis[:k]), list(hypothesis[k:])
 
+    def observe(self, hypothesis: list[Word], now: float) -> None:
+        """A hypothesis seen but not to be committed from (the warm-up): it counts for agreement."""
+        self._history = (self._history + [list(hypothesis)])[-(self.n - 1):] if self.n > 1 else []
+
     def flush(self, hypothesis: list[Word]) -> list[Word]:
         self._history = []
         return list(hypothesis)
@@ -132,6 +136,11 @@ class StableCommit:
         self._previous = list(hypothesis[k:])
         self._previous_now = now
         return list(hypothesis[:k]), list(hypothesis[k:])
+
+    def observe(self, hypothesis: list[Word], now: float) -> None:
+        """A hypothesis seen but not to be committed from (the warm-up): it counts for agreement."""
+        self._previous = list(hypothesis)
+        self._previous_now = now
 
     def flush(self, hypothesis: list[Word]) -> list[Word]:
         self._previous = []

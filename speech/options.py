@@ -80,6 +80,11 @@ class AsrOptions:
       or "auto" (CUDA when present, else the CPU).
     - `update_s`: seconds of new audio between decodes; None keeps the model's own (whisper-base
       1.0, whisper-tiny.en 0.5).
+    - `segment_start`: how a speech segment starts (docs/asr.md, "A segment's first words"): on,
+      decode steps are counted from the segment's first audio, the warm-up decode counts for the
+      commit policy's agreement, and after it the step is `first_update_s` (never longer than
+      `update_s`) until the segment has committed `first_update_words` words; None: as measured
+      for the source language (on for English).
     - `adaptive`: lengthen the update step when decoding falls behind; None: on for the wall clock
       only (on the simulated clock it would make latency figures depend on the machine's load).
     - `engine`: options of the recogniser's own configuration (for example `cpu_threads`,
@@ -88,12 +93,17 @@ class AsrOptions:
 
     device: Device = "cpu"
     update_s: float | None = None
+    segment_start: bool | None = None
+    first_update_s: float = 0.5
+    first_update_words: int = 3
     adaptive: bool | None = None
     engine: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_fields(self, "asr_options.")
         check_range("asr_options.update_s", self.update_s, 0.0, 30.0, low_open=True)
+        check_range("asr_options.first_update_s", self.first_update_s, 0.0, 30.0, low_open=True)
+        check_range("asr_options.first_update_words", self.first_update_words, 1, 100)
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pairs", default=",".join(DEFAULT_PAIRS), help="source-target pairs (default en-es,en-pt,pt-en)")
     parser.add_argument("--limit", type=int, default=0, help="clips per pair (default: all)")
     parser.add_argument("--voice", default="default", help="synthesiser (see speech translate --voice)")
+    parser.add_argument("--config", metavar="FILE.toml",
+                        help="TOML (or JSON) file of PipelineConfig keys and tables, as `speech config show eval` prints "
+                             "(e.g. [asr_options]): the pipeline measured; the flags here win")
     parser.add_argument("--text-only", action="store_true",
                         help="TTS alone: commit the reference translation word by word (no ASR, no MT)")
     parser.add_argument("--words-per-s", type=float, default=2.5, help="--text-only commit pace (default 2.5)")
@@ -153,8 +156,16 @@ def tts_options(registry, target: str, voice: str, items: list[str]) -> dict:  #
     return {k: v for k, v in options.items() if k in known}
 
 
+def bench_config(args: argparse.Namespace, source: str, target: str):  # noqa: ANN201
+    """The pipeline a pair is measured with: `--config`'s file (else the defaults) for `source` and
+    `target`, with `--voice` when given."""
+    from speech.eval.configs import load_config
+
+    config = load_config(getattr(args, "config", None), source, target)
+    return config.replace(voice=args.voice) if args.voice != "default" else config
+
+
 def run_pair(registry, pair: str, clips: list[dict], args) -> PairResult:
-    from speech.pipeline import PipelineConfig
     from speech.progress import Progress
     from speech.translate_cmd import translate_file
 
@@ -165,9 +176,10 @@ def run_pair(registry, pair: str, clips: list[dict], args) -> PairResult:
 
     source, target = pair.split("-")
     result = PairResult(pair)
-    config = PipelineConfig(source=source, target=target, voice=args.voice, stages=("asr", "mt", "tts", "codec"),
-                            extra={"tts_options": tts_options(registry, target, args.voice, args.tts_set),
-                                   "tts_pace": args.pace})
+    base = bench_config(args, source, target)
+    config = base.replace(stages=("asr", "mt", "tts", "codec"),
+                          extra={**base.extra, "tts_options": tts_options(registry, target, base.voice, args.tts_set),
+                                 "tts_pace": args.pace})
     with Progress(len(clips), label=f"s2st {pair}") as bar:
         for clip in clips:
             t0 = time.perf_counter()

@@ -184,17 +184,16 @@ def summarise(pair: str, control: str, records: list[dict], asr_records: list[di
 
 def run_long(registry, pairs: list[str], minutes: float, args, data: Path) -> list[dict]:  # noqa: ANN001
     """Every pair with control on and off; recognition shared by pairs with one source language."""
-    from speech.pipeline import PipelineConfig
     from speech.progress import Progress
 
-    from .bench import tts_options
+    from .bench import bench_config, tts_options
 
     results = []
     recognised: dict[str, tuple[list[dict], list, Talk]] = {}
     for pair in pairs:
         source, target = pair.split("-")
-        base = PipelineConfig(source=source, target=target, voice=args.voice,
-                              extra={"tts_options": tts_options(registry, target, args.voice, args.tts_set)})
+        base = bench_config(args, source, target)
+        base = base.replace(extra={**base.extra, "tts_options": tts_options(registry, target, base.voice, args.tts_set)})
         if source not in recognised:
             talk = build_talk(data, source, minutes, seed=args.seed)
             with Progress(int(talk.duration), label=f"long talk {source}: recognition") as bar:

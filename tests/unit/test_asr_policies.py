@@ -194,3 +194,17 @@ def test_a_users_own_whisper_model_takes_no_per_language_settings():
     assert tuned_language(SimpleNamespace(model="base"), "pt") == "pt"
     assert tuned_language(SimpleNamespace(model="/models/whisper-large-v3-ct2"), "pt") == ""
     assert tuned_language(SimpleNamespace(), "pt") == "pt"  # a recogniser without weights to choose
+
+
+@pytest.mark.parametrize("policy,expected", [
+    (LocalAgreement(2), "a b"),
+    # b ended at the very edge of the observed decode: its agreement does not count yet
+    (StableCommit(min_probability=0.95, agree_margin_s=0.2), "a"),
+])
+def test_an_observed_warm_up_hypothesis_counts_for_agreement_and_commits_nothing(policy, expected):
+    # min_probability above 0.9: nothing settles at first sight, only agreement commits
+    assert policy.observe(words("a:0.5 b:0.95"), 1.0) is None
+    committed, _ = policy.update(words("a:0.5 b:0.95 c:1.4"), 1.5)
+    assert texts(committed) == expected
+    fresh = type(policy)() if isinstance(policy, LocalAgreement) else StableCommit(min_probability=0.95)
+    assert texts(fresh.update(words("a:0.5 b:0.95 c:1.4"), 1.5)[0]) == ""  # without it: nothing to agree with

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import numpy as np
+import pytest
 
 from speech.asr.policies import LocalAgreement, StableCommit
 from speech.asr.stage import AsrStage
@@ -224,3 +225,112 @@ def test_silence_at_the_end_of_stream_feeds_nothing():
     for i in range(20):
         stage.process(AudioChunk(np.zeros(1600, np.float32), RATE, start=i * 0.1, seq=i))
     assert stage.finish(2.0).committed == () and rec.end == 0.0
+
+
+class BufferedRecognizer(ScriptedRecognizer):
+    """A scripted recogniser whose buffer starts at the segment's first chunk (as Whisper's)."""
+
+    def __init__(self, script: list[tuple[str, float]]) -> None:
+        super().__init__(script)
+        self.start: float | None = None
+
+    def feed(self, chunk: AudioChunk) -> None:
+        if self.start is None:
+            self.start = chunk.start
+        super().feed(chunk)
+
+    @property
+    def buffer_seconds(self) -> float:
+        return 0.0 if self.start is None else self.end - self.start
+
+    def close_segment(self) -> list[Word]:
+        self.start = None
+        return super().close_segment()
+
+
+class SpeechFrom:
+    """VAD stand-in: speech from `start` on (pre-roll 0.3 s)."""
+
+    class config:
+        pad_s = 0.3
+        min_speech_s = 0.1
+
+    def __init__(self, start: float) -> None:
+        self.start, self.speaking = start, False
+
+    def finish(self):
+        return None
+
+    def process(self, samples, start):
+        from speech.asr.vad import VadEvent
+
+        if start >= self.start and not self.speaking:
+            self.speaking = True
+            return [VadEvent("speech_start", start - 0.3)]
+        return []
+
+
+def decode_times(stage: AsrStage, seconds: float) -> list[float]:
+    times = []
+    hypothesis = stage.recognizer.hypothesis
+
+    def counted():
+        times.append(round(stage.recognizer.buffer_end, 2))
+        return hypothesis()
+
+    stage.recognizer.hypothesis = counted  # type: ignore[method-assign]
+    run_stage(stage, seconds)
+    return times
+
+
+def test_segment_steps_count_the_decode_step_from_the_start_of_the_speech():
+    script = [("one", 1.5), ("two", 2.0)]
+
+    def stage(segment_steps):
+        return AsrStage(BufferedRecognizer(script), LocalAgreement(2), SimulatedClock(), EventLog(),
+                        vad=SpeechFrom(0.75), update_s=1.0, segment_steps=segment_steps)
+
+    # speech found in the chunk from 0.8 s: the buffer starts 0.3 s before it, with the pre-roll
+    assert decode_times(stage(True), 3.0)[:2] == [1.5, 2.5]
+    assert decode_times(stage(False), 3.0)[:2] == [1.0, 2.0]  # counted from the stream's start
+
+
+def test_first_update_steps_until_the_segment_has_committed_its_first_update_words():
+    script = [("a", 1.1), ("b", 1.3), ("c", 2.2), ("d", 2.6), ("e", 3.4), ("f", 4.4)]
+    rec = BufferedRecognizer(script)
+    stage = AsrStage(rec, StableCommit(margin_s=0.2, agree_margin_s=0.0), SimulatedClock(), EventLog(),
+                     vad=SpeechFrom(0.0), update_s=1.0, first_update_s=0.5, first_update_words=3,
+                     segment_steps=True)
+    times = decode_times(stage, 5.0)
+    # the first decode after a whole step, then half steps until three words are committed
+    assert times == [1.0, 1.5, 2.0, 2.5, 3.5, 4.5]
+
+
+def test_a_warm_up_decode_counts_for_agreement_but_commits_nothing():
+    script = [("one", 0.6), ("two", 1.4), ("three", 1.9)]
+
+    def first_commit(warm_up_agrees):
+        # probability below min_probability: only agreement commits
+        rec = ScriptedRecognizer(script)
+        rec.script = [Word(w.text, w.start, w.end, 0.3) for w in rec.script]
+        rec.buffer_seconds = 0.0  # type: ignore[attr-defined]
+        feed = rec.feed
+        rec.feed = lambda c: (feed(c), setattr(rec, "buffer_seconds", c.end))  # type: ignore[method-assign]
+        stage = AsrStage(rec, StableCommit(margin_s=0.0, agree_margin_s=0.2), SimulatedClock(), EventLog(),
+                         update_s=1.0, min_commit_s=1.5, warm_up_agrees=warm_up_agrees)
+        updates, _ = run_stage(stage, 4.0)
+        assert not any(u.committed for u in updates if u.source_time < 1.5)
+        return next(u for u in updates if u.committed)
+
+    assert first_commit(True).source_time == pytest.approx(2.0)  # agrees with the decode at 1.0 s
+    assert first_commit(False).source_time == pytest.approx(3.0)  # needs two decodes after the warm-up
+
+
+def test_the_segment_start_is_on_where_it_was_measured_to_pay_unless_the_options_say():
+    from speech.asr.stage import AsrOptions, segment_start
+
+    on = segment_start(AsrOptions(), "en")
+    assert on == {"segment_steps": True, "warm_up_agrees": True, "first_update_s": 0.5, "first_update_words": 3}
+    assert segment_start(AsrOptions(), "es") == {} and segment_start(AsrOptions(), "auto") == {}
+    assert segment_start(AsrOptions(segment_start=True, first_update_s=0.3), "es")["first_update_s"] == 0.3
+    assert segment_start(AsrOptions(segment_start=False), "en") == {}

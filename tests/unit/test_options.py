@@ -29,7 +29,7 @@ def test_tables_become_dataclasses_and_numbers_widen():
     ({"source": 3}, "source", "text"),
     ({"stages": ("asr", "ocr")}, "stages", "asr, mt, tts, codec"),
     ({"asr_options": {"device": "gpu"}}, "asr_options.device", "cpu, cuda, auto"),
-    ({"asr_options": {"updates": 1}}, "asr_options.updates", "device, update_s, adaptive, engine"),
+    ({"asr_options": {"updates": 1}}, "asr_options.updates", "device, update_s, segment_start, first_update_s, first_update_words, adaptive, engine"),
     ({"asr_options": {"update_s": -1}}, "asr_options.update_s", "> 0.0"),
     ({"mt_options": {"engine": 3}}, "mt_options.engine", "table"),
     ({"codec_options": {"complexity": 11}}, "codec_options.complexity", "<= 10"),
