@@ -117,15 +117,14 @@ def corpus_errors(pairs: list[tuple[str, str]], language: str) -> ErrorCounts:
     return sum((word_errors(ref, hyp, language) for ref, hyp in pairs), ErrorCounts())
 
 
-STAGE_KEYS = ("segment_start", "first_update_s", "first_update_words")
-
-
-def stage_options(path: str | None) -> dict:
+def stage_options(path: str | None, language: str) -> dict:
     """The ASR stage options of a configuration file's [asr_options] (the defaults without one)."""
     from speech.eval.configs import load_config
 
-    typed = load_config(path, "en", "es").asr_options
-    return {"update_s": typed.update_s, **{k: getattr(typed, k) for k in STAGE_KEYS}}
+    from .stage import SEGMENT_START_KEYS
+
+    typed = load_config(path, language, language).asr_options
+    return {"update_s": typed.update_s, **{k: getattr(typed, k) for k in SEGMENT_START_KEYS}}
 
 
 def run_config(model: str, policy: str, language: str, clips: list[dict], chunk_ms: int,
@@ -349,7 +348,7 @@ def run(args: argparse.Namespace) -> int:
     if args.limit < 0:
         raise UserError(f"--limit must be 0 (all clips) or more, got {args.limit}")
     clips = load_clips(args.manifest or default_manifests(args.language), args.language, args.limit)
-    stage = stage_options(args.config)
+    stage = stage_options(args.config, args.language)
     file_update_s = stage.pop("update_s")
     update_s = args.update_ms / 1000 if args.update_ms else file_update_s
     from .reference import cache_path

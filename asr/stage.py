@@ -28,6 +28,8 @@ SAMPLE_RATE = 16000
 # first audio 0.3-0.5 s sooner at the same BLEU; Spanish 0.1 s sooner at 0.8 BLEU and 1.4 ASR-BLEU
 # less, Portuguese hardly sooner (docs/asr.md, "A segment's first words"). Others are unmeasured.
 SEGMENT_START_LANGUAGES = frozenset({"en"})
+# The options of a segment's start, named alike in the typed options (speech.options.AsrOptions).
+SEGMENT_START_KEYS = ("segment_start", "first_update_s", "first_update_words")
 
 
 @dataclass
@@ -297,9 +299,8 @@ def create_asr_stage(registry: Registry, model: str, policy: str, language: str,
 def build_stage(registry: Registry, config: Any, clock: Clock, log: EventLog) -> AsrStage:
     """The pipeline's entry point (speech.pipeline): uses asr_model, asr_policy, source, vad."""
     typed = config.asr_options  # speech.options.AsrOptions
-    options = AsrOptions(update_s=typed.update_s, segment_start=typed.segment_start,
-                         first_update_s=typed.first_update_s, first_update_words=typed.first_update_words,
-                         vad=VadConfig() if config.vad else None)
+    options = AsrOptions(update_s=typed.update_s, vad=VadConfig() if config.vad else None,
+                         **{k: getattr(typed, k) for k in SEGMENT_START_KEYS})
     # The adaptive step decides on measured compute time; on the simulated clock that would make
     # the computation-unaware figures depend on the machine's load, so it is live-only by default.
     if not (clock.realtime if typed.adaptive is None else typed.adaptive):
