@@ -32,6 +32,11 @@ class AudioChunk:
     # For synthesised audio, where the synthesiser reports word timing (eSpeak NG, Piper): (index of
     # a word of `text`, seconds from the start of that text's synthesis when the word begins).
     word_marks: tuple[tuple[int, float], ...] = ()
+    # For synthesised audio from a voice that renders a piece window by window (Kokoro): this
+    # chunk ends a part of the piece that speaks words [i, j) of its text, which the TTS stage
+    # emits at once; None: the chunk continues the part being built (every other voice's chunks
+    # make one part, the whole piece).
+    part: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         if self.sample_rate <= 0:

@@ -94,10 +94,17 @@ def shape_edges(samples: np.ndarray, rate: int, fade_ms: float) -> np.ndarray:
     return out
 
 
-def prepare_chunk(samples: np.ndarray, rate: int, config: JoinConfig = JoinConfig()) -> tuple[np.ndarray, int]:
+def prepare_chunk(samples: np.ndarray, rate: int, config: JoinConfig = JoinConfig(),
+                  head: bool = True, tail: bool = True) -> tuple[np.ndarray, int]:
     """A synthesised piece ready to join: its padding trimmed (`trim_padding`) and its edges faded;
-    with the number of leading samples cut (where the piece's own timing now starts)."""
+    with the number of leading samples cut (where the piece's own timing now starts). `head` /
+    `tail` False: that edge is inside a piece (a part of a voice that renders window by window),
+    where a silence is the piece's own pause and is kept."""
     start, end = padding_bounds(samples, rate, config)
+    if not head or not tail:
+        if end <= start:  # all silent: a pause inside the piece, kept whole
+            start, end = 0, len(samples)
+        start, end = (start if head else 0), (end if tail else len(samples))
     return shape_edges(samples[start:end], rate, config.fade_ms), start
 
 

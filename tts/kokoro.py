@@ -8,8 +8,8 @@ SVOX Pico's Spanish voice reading Portuguese or Galician (docs/synthesis.md "Voi
 Kokoro model and voices file (kokoro-onnx's, with the voices trained on each language) load the
 same way.
 
-Each call synthesises the piece whole (no streaming inside it), like Piper: the chunker's lead
-piece hides the next piece's synthesis behind its playback.
+The model sees each piece whole (one prosody), and its decoder renders it window by window
+(`tts/kokoro_windows.py`): the first words are heard while the rest is rendered.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import numpy as np
 from speech.errors import UserError
 from speech.types import AudioChunk
 
+from .kokoro_windows import WindowConfig, WindowedDecoder, plan, split_graph, word_frames
 from .respell import galician_for_spanish
 from .text import clean_text
 from .timescale import time_stretch
@@ -56,6 +57,10 @@ class KokoroConfig:
     # how a piece is spoken faster: "wsola" (synthesised at the model's own pace, then shortened by
     # time-scale modification, tts/timescale.py) or "model" (the model's own duration scale)
     faster: str = "wsola"
+    # the decoder run window by window (tts/kokoro_windows.py): a piece's first words are heard
+    # while the rest is rendered; window_s = 0: whole pieces
+    window_s: float = 0.6
+    window_growth: float = 1.3
 
 
 class KokoroModel:
@@ -71,26 +76,67 @@ class KokoroModel:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # idle: leave the core
-        self.session = onnxruntime.InferenceSession(str(files.model), sess_options=options,
-                                                    providers=["CPUExecutionProvider"])
+        # Split where the decoder begins when the model is Kokoro v1.0's export (window by window);
+        # any other model runs whole.
+        split = _split(files.model)
+        if split is None:
+            self.session = onnxruntime.InferenceSession(str(files.model), sess_options=options,
+                                                        providers=["CPUExecutionProvider"])
+            self.encoder = self.decoder = None
+        else:
+            self.session = None
+            self.encoder, self.decoder = (
+                onnxruntime.InferenceSession(part, sess_options=options, providers=["CPUExecutionProvider"])
+                for part in split)
         self.vocab: dict[str, int] = json.loads(files.vocab.read_text(encoding="utf-8"))["vocab"]
         with np.load(files.voices) as table:
             self.styles = {name: np.asarray(table[name], np.float32).reshape(-1, 256) for name in table.files}
         # onnxruntime's first run allocates and plans: at load, not on the first piece a listener waits for
         self.run(self.tokens("həlˈoʊ."), next(iter(self.styles.values())), 1.0)
 
+    @property
+    def windowed(self) -> bool:
+        return self.decoder is not None
+
     def tokens(self, phonemes: str) -> list[int]:
         return [self.vocab[p] for p in phonemes if p in self.vocab]
 
     def run(self, tokens: list[int], style: np.ndarray, speed: float) -> np.ndarray:
+        """The whole piece's samples."""
+        return np.concatenate([np.zeros(0, np.float32), *(w for w, _ in self.stream(tokens, style, speed))])
+
+    def stream(self, tokens: list[int], style: np.ndarray, speed: float, windows: WindowConfig = WindowConfig(0.0),
+               first_tokens: list[int] | None = None) -> Iterator[tuple[np.ndarray, int]]:
+        """The piece's samples window by window, each with the number of words spoken so far
+        (`first_tokens`: each word's first token in `tokens`; None: one window, the whole piece)."""
         if not tokens:
-            return np.zeros(0, np.float32)
-        audio = self.session.run(None, {
-            "tokens": np.array([[0, *tokens, 0]], dtype=np.int64),
-            "style": style[min(len(tokens), len(style)) - 1].reshape(1, 256),
-            "speed": np.array([speed], dtype=np.float32),
-        })[0]
-        return np.asarray(audio, np.float32).ravel()
+            return
+        feed = {"tokens": np.array([[0, *tokens, 0]], dtype=np.int64),
+                "style": style[min(len(tokens), len(style)) - 1].reshape(1, 256),
+                "speed": np.array([speed], dtype=np.float32)}
+        if self.decoder is None:
+            yield np.asarray(self.session.run(None, feed)[0], np.float32).ravel(), len(first_tokens or ())
+            return
+        *features, alignment = self.encoder.run(None, feed)
+        frames = features[0].shape[2]
+        if first_tokens:  # +1: the padding token before the piece
+            cuts = plan(frames, word_frames(alignment, [t + 1 for t in first_tokens]), windows)
+        else:
+            cuts = [(0, frames, 0)]
+        decoder = WindowedDecoder(self.decoder, windows)
+        for samples, (_, _, spoken) in zip(decoder.render(tuple(features), feed["style"], cuts), cuts):
+            yield samples, spoken
+
+
+def _split(path) -> tuple[bytes, bytes] | None:  # noqa: ANN001
+    """The serialised encoder and decoder of the Kokoro model at `path` (tts.kokoro_windows), or None
+    where onnx is not installed or the model is not Kokoro v1.0's export."""
+    try:
+        import onnx
+    except ImportError:
+        return None
+    parts = split_graph(onnx.load(str(path)))
+    return None if parts is None else tuple(p.SerializeToString() for p in parts)
 
 
 def kokoro_phonemes(clauses: list[str]) -> str:
@@ -102,8 +148,7 @@ def kokoro_phonemes(clauses: list[str]) -> str:
 
 
 class KokoroSynthesizer:
-    # Kokoro synthesises a piece whole before its first sample (as Piper does), and a piece is one
-    # prosodic phrase: longer pieces and no 3-word lead (Piper's) were heard better (round trip,
+    # A piece is one prosodic phrase: longer pieces and no 3-word lead (Piper's) were heard better (round trip,
     # 40 FLORES lines + 10 clips: Portuguese 13.4 -> 10.6 %, Galician 37.0 -> 33.3 %; Pico's
     # pieces of 6 with a 3-word start 12.7 and 35.0 %). While the listener hears nothing, 3 words
     # are spoken at once (as Pico's): `speech eval` en->pt first audio 4.41 -> 4.07 s.
@@ -130,6 +175,10 @@ class KokoroSynthesizer:
             except ImportError:
                 raise UserError("Kokoro speaks faster by WSOLA, from pytsmod: pip install 'speech-s2st[timescale]' "
                                 "(or faster = \"model\" under [tts_options.engine]: its own duration scale)") from None
+        try:
+            self._windows = WindowConfig(config.window_s, config.window_growth)
+        except ValueError as e:
+            raise UserError(f"Kokoro's window_s / window_growth: {e}") from None
         self.config = config
         self.max_speed = self.MAX_SPEED[config.faster]
         self.sample_rate = SAMPLE_RATE
@@ -142,19 +191,33 @@ class KokoroSynthesizer:
     def phonemes(self, text: str) -> list[str]:
         """The piece's phonemes, clause by clause, each with its punctuation (which Kokoro hears as
         pauses and intonation) and at most MAX_TOKENS symbols (a longer clause is cut at a word)."""
+        return [ipa for ipa, _, _ in self._units(text)]
+
+    def _units(self, text: str) -> list[tuple[str, int, bool]]:
+        """`phonemes` with, for each, how many words of `text` it speaks and whether its phoneme
+        words are those words one for one (eSpeak NG may read one word as two: "1990")."""
         spoken = self._respell(text) if self._respell else text
         out = []
         for clause in filter(None, _CLAUSE.split(spoken)):
             stripped = clause.rstrip(_MARKS + "\"'”’»)")
             mark = clause[len(stripped):].strip("\"'”’»)")[:1]
             ipa = kokoro_phonemes(self._espeak.phonemes(stripped, self._espeak_voice)) + (mark or ",")
+            words = len(clause.split())
+            mapped = len(ipa.split()) == words
+            pieces = []
             while len(ipa) > MAX_TOKENS:
                 cut = ipa.rfind(" ", 0, MAX_TOKENS)
                 cut = cut if cut > 0 else MAX_TOKENS
-                out.append(ipa[:cut])
+                pieces.append(ipa[:cut])
                 ipa = ipa[cut:].lstrip()
             if ipa.strip(_MARKS):
-                out.append(ipa)
+                pieces.append(ipa)
+            for i, piece in enumerate(pieces):
+                # unmapped: every word of the clause counts in its last piece
+                count = len(piece.split()) if mapped else (words if i == len(pieces) - 1 else 0)
+                out.append((piece, count, mapped))
+            if not pieces and out:  # a clause with nothing to say: its words go with the one before
+                out[-1] = (out[-1][0], out[-1][1] + words, False)
         return out
 
     def synthesize(self, text: str, speed: float = 1.0) -> Iterator[AudioChunk]:
@@ -164,20 +227,41 @@ class KokoroSynthesizer:
         if not 0.5 <= speed <= 2.5:
             raise ValueError(f"Kokoro speed must be between 0.5 and 2.5, got {speed:g}")
         # clauses go to the model together (one call, one prosody) up to the token limit
-        calls: list[str] = []
-        for ipa in self.phonemes(text):
-            if calls and len(calls[-1]) + 1 + len(ipa) <= MAX_TOKENS:
-                calls[-1] += " " + ipa
+        calls: list[list] = []  # [phonemes, words of text, phoneme words one for one]
+        for ipa, words, mapped in self._units(text):
+            if calls and len(calls[-1][0]) + 1 + len(ipa) <= MAX_TOKENS:
+                calls[-1] = [calls[-1][0] + " " + ipa, calls[-1][1] + words, calls[-1][2] and mapped]
             else:
-                calls.append(ipa)
+                calls.append([ipa, words, mapped])
+        # Each window of a call is one part of the piece (AudioChunk.part: the words it speaks),
+        # where the calls' words are the text's words (respelling may change them): window_s.
+        indexed = sum(words for _, words, _ in calls) == len(text.split())
+        windows = self._windows if indexed else WindowConfig(0.0)
         own = speed if self.config.faster == "model" else 1.0
-        offset = 0
-        for seq, ipa in enumerate(calls):
-            samples = self._model.run(self._model.tokens(ipa), self._style, own) * np.float32(self.config.gain)
-            if own != speed:
-                samples = time_stretch(samples, SAMPLE_RATE, speed)
-            yield AudioChunk(samples, SAMPLE_RATE, start=offset / SAMPLE_RATE, seq=seq, text=text)
-            offset += len(samples)
+        offset, seq, done = 0, 0, 0
+        for ipa, words, mapped in calls:
+            first = first_tokens(ipa, self._model.vocab) if windows.first_s and mapped else None
+            start = done
+            for samples, spoken in self._model.stream(self._model.tokens(ipa), self._style, own, windows, first):
+                samples = samples * np.float32(self.config.gain)
+                if own != speed:
+                    samples = time_stretch(samples, SAMPLE_RATE, speed)
+                end = done + (spoken if first else words)
+                part = (start, end) if indexed and end > start else None
+                yield AudioChunk(samples, SAMPLE_RATE, start=offset / SAMPLE_RATE, seq=seq, text=text, part=part)
+                offset, seq = offset + len(samples), seq + 1
+                start = end if part else start
+            done += words
+
+
+def first_tokens(ipa: str, vocab: dict[str, int]) -> list[int]:
+    """Each phoneme word's first token: its index among the symbols of `ipa` the model knows."""
+    out, known = [], 0
+    for i, ch in enumerate(ipa):
+        if ch != " " and (i == 0 or ipa[i - 1] == " "):
+            out.append(known)
+        known += ch in vocab
+    return out
 
 
 def create(config: KokoroConfig, registry) -> KokoroSynthesizer:  # noqa: ANN001

@@ -3,7 +3,9 @@
 Inbox: TextUpdates from the translator. The chunker turns committed words into pieces worth
 speaking; each piece is synthesised in a worker thread (streaming where the engine streams), its
 padding trimmed and its edges faded (`joins`), and emitted as one AudioChunk whose `wall_time` (and
-`start`) is the computation-aware time its first sample became available. The listener placement
+`start`) is the computation-aware time its first sample became available; a voice that renders a
+piece window by window (Kokoro, `AudioChunk.part`) has each window emitted as soon as it exists,
+with the words it speaks, so the listener hears a piece's first words while the rest is rendered. The listener placement
 (waiting for the previous chunk to finish) is the sink's job (`joins.ListenerTimeline`); the stage
 keeps the same timeline's arithmetic (`listener.ListenerSchedule`) to stamp each chunk with when
 the listener hears it (`play_start`) and to control its duration (`pace`): speed, pauses,
@@ -118,48 +120,73 @@ class TtsStage:
         speed = decision.speed  # the main voice's: its limit or the user's --max-speed (voice_limited)
         if decision.relief:  # the relief voice's own limit
             speed = min(speed, getattr(voice, "max_speed", None) or speed)
-        rate = voice.sample_rate
         timer.begin(piece.ready_time)
         t0 = time.perf_counter()
         stream = synthesize_at(voice, text, speed)
-        buffers: list[np.ndarray] = []
-        marks: dict[int, float] = {}  # word of `text` -> seconds into its synthesis (the voice's word timing)
-        first: float | None = None
+        part = _Part()
+        emitted = {"chunks": 0, "audio_s": 0.0}
+        # a part's words, as indices of `words`; where cleaning changed the words, the last part takes them all
+        indexed = len(text.split()) == len(words)
+        unspoken = 0  # the first word no emitted part has spoken yet
         while (chunk := await model_call(next, stream, None, timeout_s=self.call_timeout_s,
                                          what=f"synthesising {text[:40]!r}")) is not None:
-            if first is None:
-                # The first sample exists now; the rest of the synthesis continues from here.
-                first = timer.end()
-                timer.begin(first)
-            buffers.append(chunk.samples)
-            rate = chunk.sample_rate
-            for w, t in chunk.word_marks:
-                marks.setdefault(w, t)
+            # These samples exist now; the rest of the synthesis continues from here.
+            now = timer.end()
+            part.add(chunk, now)
+            if chunk.part is not None and indexed and chunk.part[1] < len(words):
+                # a window of a voice that renders a piece window by window: emitted at once
+                part.words, part.head, part.tail = words[unspoken:chunk.part[1]], not emitted["chunks"], False
+                if await self._emit(part, piece, decision, speed, outbox, seq, totals, emitted):
+                    seq, unspoken = seq + 1, chunk.part[1]
+                part = _Part()
+            timer.begin(now)
         timer.end()
         totals["compute_s"] += time.perf_counter() - t0
-        samples = np.concatenate(buffers) if buffers else np.zeros(0, np.float32)
+        if part.buffers:  # the whole piece (every voice that does not render by windows) or its last window
+            part.words, part.head = words[unspoken:], not emitted["chunks"]
+            if await self._emit(part, piece, decision, speed, outbox, seq, totals, emitted,
+                                text=text if not unspoken else None):
+                seq += 1
+        if not emitted["chunks"]:
+            totals["skipped"] += 1
+            self.log.write("tts_skip", stage=self.name, text=text, reason="silent synthesis")
+            return seq
+        if not decision.relief:  # the pace the look-ahead predicts is the main voice's
+            self._pace.observe(text, emitted["audio_s"], speed)
+        return seq
+
+    async def _emit(self, part: _Part, piece: SpeechPiece, decision: PaceDecision, speed: float,
+                    outbox: Channel[AudioChunk], seq: int, totals: dict, emitted: dict,
+                    text: str | None = None) -> bool:
+        """Emit one part of a piece (the whole piece for most voices) as one AudioChunk: its pauses
+        shortened where the decision says so, its padding trimmed and its edges faded, placed on
+        the listener timeline, logged; a part that is silent after the trim is not emitted."""
+        words, whole = part.words, text is not None
+        text = text if whole else clean_text(" ".join(w.text for w in words))
+        samples = np.concatenate(part.buffers) if part.buffers else np.zeros(0, np.float32)
+        rate = part.rate
         if rate != self.synthesizer.sample_rate:  # the relief voice's audio, at the stream's one rate
             samples, rate = resample(samples, rate, self.synthesizer.sample_rate), self.synthesizer.sample_rate
         cuts = pause_cuts(samples, rate, self.pace.pause_ms, self.joins.silence_db) if decision.shorten_pauses else []
         samples = cut(samples, cuts)
         lead = 0
         if len(samples):
-            samples, lead = prepare_chunk(samples, rate, self.joins)
-        # the word marks follow the audio through the cut pauses and the trimmed lead
+            samples, lead = prepare_chunk(samples, rate, self.joins, head=part.head, tail=part.tail)
+        # the voice's word marks (of a whole piece) follow the audio through the cut pauses and the trimmed lead
+        marks = part.marks if whole else {}
         if len(text.split()) != len(words):
             marks = {}  # cleaning changed the words: their indices no longer match
         offsets = {w: (after_cuts(round(t * rate), cuts) - lead) / rate for w, t in marks.items()}
-        if first is None or len(samples) == 0:
-            totals["skipped"] += 1
-            self.log.write("tts_skip", stage=self.name, text=text, reason="silent synthesis")
-            return seq
-        if not decision.relief:  # the pace the look-ahead predicts is the main voice's
-            self._pace.observe(text, len(samples) / rate, speed)
+        if part.first is None or len(samples) == 0:
+            return False
+        first = part.first
         play_start = self._schedule.place(first, len(samples))
         out = AudioChunk(samples, rate, start=first, seq=seq, wall_time=first, text=text, play_start=play_start)
+        emitted["audio_s"] += out.duration
         totals["audio_s"] += out.duration
         totals["chunks"] += 1
-        self._count(decision, totals, len(words))
+        self._count(decision, totals, len(words), first_part=not emitted["chunks"])
+        emitted["chunks"] += 1
         self.log.audio(
             self.name, out,
             source_time=round(piece.source_time, 4),
@@ -176,20 +203,42 @@ class TtsStage:
             pace_lag_s=round(decision.lag_s, 3),
             backlog_s=round(decision.backlog_s, 3),
             **({"pauses_shortened": True} if decision.shorten_pauses else {}),
-            **({"dropped": list(decision.dropped)} if decision.dropped else {}),
+            **({"dropped": list(decision.dropped)} if decision.dropped and emitted["chunks"] == 1 else {}),
         )
         await outbox.put(out)
-        return seq + 1
+        return True
 
     @staticmethod
-    def _count(decision: PaceDecision, totals: dict, words: int) -> None:
+    def _count(decision: PaceDecision, totals: dict, words: int, first_part: bool = True) -> None:
         totals["controlled"] += decision.acted
         totals["faster"] += decision.speed > 1.0 + 1e-6
         totals["relief_chunks"] += decision.relief
         totals["words_relief"] += words if decision.relief else 0
         totals["pauses_shortened"] += decision.shorten_pauses
-        totals["words_dropped"] += len(decision.dropped)
+        totals["words_dropped"] += len(decision.dropped) if first_part else 0
         totals.setdefault("_speeds", []).append(decision.speed)
+
+
+@dataclass
+class _Part:
+    """The chunks of one part of a piece as they arrive: samples, the voice's word marks (word of
+    the piece's text -> seconds into the part) and when its first samples existed."""
+
+    buffers: list[np.ndarray] = field(default_factory=list)
+    marks: dict[int, float] = field(default_factory=dict)
+    first: float | None = None
+    rate: int = 0
+    words: list[Word] = field(default_factory=list)
+    head: bool = True  # the part begins the piece (its leading padding is trimmed)
+    tail: bool = True  # the part ends the piece
+
+    def add(self, chunk: AudioChunk, now: float) -> None:
+        if self.first is None:
+            self.first = now
+        self.buffers.append(chunk.samples)
+        self.rate = chunk.sample_rate
+        for w, t in chunk.word_marks:
+            self.marks.setdefault(w, t)
 
 
 def fell_behind(relief_words: int, unspoken_words: int) -> str:

@@ -110,3 +110,15 @@ def test_gaps_after_punctuation_are_reported_apart_from_mid_clause_ones():
     # without the texts every join counts as mid-clause
     assert JoinSummary.of(measure_joins(x, RATE, joins)).gaps_over_50ms_after_punctuation == 0
 
+
+
+def test_a_part_inside_a_piece_keeps_its_pauses_at_the_inner_edges():
+    x = padded(0.07, tone(0.5), 0.2)
+    whole, lead = prepare_chunk(x, RATE)
+    assert lead > 0 and len(whole) < len(x) - int(RATE * 0.2)
+    opening, lead = prepare_chunk(x, RATE, head=True, tail=False)  # the first window: its end is inside the piece
+    assert lead > 0 and len(opening) == len(x) - lead
+    inner, lead = prepare_chunk(x, RATE, head=False, tail=False)
+    assert lead == 0 and len(inner) == len(x)
+    silent, lead = prepare_chunk(np.zeros(2000, np.float32), RATE, head=False, tail=False)  # a pause between windows
+    assert len(silent) == 2000 and lead == 0

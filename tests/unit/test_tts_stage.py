@@ -132,3 +132,43 @@ def test_sink_places_chunks_and_decoded_packets_on_the_listener_timeline():
     assert decoded.chunks == 2
     assert decoded.duration == pytest.approx(direct.duration, abs=0.03)
     assert decoded.boundaries() == pytest.approx(direct.boundaries(), abs=5)
+
+
+class WindowedSynth:
+    """A voice that renders a piece window by window (as Kokoro): each window of 2 words is a part
+    (AudioChunk.part), 100 ms of tone a word, `delay` seconds of compute a window."""
+
+    sample_rate = RATE
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+
+    def synthesize(self, text: str):
+        n = len(text.split())
+        for i in range(0, n, 2):
+            time.sleep(self.delay)
+            j = min(n, i + 2)
+            t = np.arange(int(RATE * 0.1 * (j - i))) / RATE
+            yield AudioChunk((0.2 * np.sin(2 * np.pi * 300 * t)).astype(np.float32), RATE, text=text, part=(i, j))
+
+
+def test_a_voice_that_renders_by_windows_is_heard_from_its_first_window():
+    updates = [TextUpdate(committed=words("uno dos tres cuatro cinco."), wall_time=1.0, source_time=2.0, final=True)]
+    chunks, log = asyncio.run(run_stage(updates, WindowedSynth(delay=0.05), chunker=ChunkerConfig(max_words=10)))
+    audio = [r for r in log.records if r["kind"] == "audio"]
+    # three parts of one piece, each with its own words, the first out after one window's compute
+    assert [r["text"] for r in audio] == ["uno dos", "tres cuatro", "cinco."]
+    assert [len(r["word_times"]) for r in audio] == [2, 2, 1]
+    assert 1.05 <= chunks[0].wall_time < 1.1 < chunks[1].wall_time < chunks[2].wall_time
+    # on time, each part plays where the one before it ends (less the cross-fade)
+    assert chunks[1].play_start == pytest.approx(chunks[0].play_start + chunks[0].duration, abs=0.011)
+    [stats] = [r for r in log.records if r["kind"] == "stats"]
+    assert stats["chunks"] == 3 and stats["compute_s"] >= 0.15
+
+
+def test_a_window_later_than_the_audio_before_it_leaves_a_gap_on_the_listener_timeline():
+    updates = [TextUpdate(committed=words("uno dos tres cuatro."), wall_time=1.0, source_time=2.0, final=True)]
+    chunks, _ = asyncio.run(run_stage(updates, WindowedSynth(delay=0.3), chunker=ChunkerConfig(max_words=10)))
+    # the second window took 0.3 s while the first (0.2 s of audio) played: the listener waits
+    assert chunks[1].play_start >= chunks[0].play_start + chunks[0].duration + 0.05
+    assert chunks[1].play_start == pytest.approx(chunks[1].wall_time, abs=1e-4)  # whole samples
