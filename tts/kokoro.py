@@ -64,7 +64,9 @@ class KokoroConfig:
 
 
 class KokoroModel:
-    """One onnxruntime session and the style vectors, shared by every session of a process."""
+    """The model's onnxruntime sessions (split into its encoder and decoder where it is Kokoro
+    v1.0's export, tts.kokoro_windows; else one whole) and the style vectors, shared by every
+    session of a process."""
 
     def __init__(self, model: str, voices: str, threads: int) -> None:
         import onnxruntime
@@ -93,10 +95,6 @@ class KokoroModel:
             self.styles = {name: np.asarray(table[name], np.float32).reshape(-1, 256) for name in table.files}
         # onnxruntime's first run allocates and plans: at load, not on the first piece a listener waits for
         self.run(self.tokens("həlˈoʊ."), next(iter(self.styles.values())), 1.0)
-
-    @property
-    def windowed(self) -> bool:
-        return self.decoder is not None
 
     def tokens(self, phonemes: str) -> list[int]:
         return [self.vocab[p] for p in phonemes if p in self.vocab]
