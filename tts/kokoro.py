@@ -14,9 +14,12 @@ The model sees each piece whole (one prosody), and its decoder renders it window
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterator
 
 import numpy as np
@@ -24,7 +27,7 @@ import numpy as np
 from speech.errors import UserError
 from speech.types import AudioChunk
 
-from .kokoro_windows import WindowConfig, WindowedDecoder, plan, split_graph, word_frames
+from .kokoro_windows import SPLIT_VERSION, WindowConfig, WindowedDecoder, plan, split_graph, word_frames
 from .respell import galician_for_spanish
 from .text import clean_text
 from .timescale import time_stretch
@@ -88,7 +91,7 @@ class KokoroModel:
         else:
             self.session = None
             self.encoder, self.decoder = (
-                onnxruntime.InferenceSession(part, sess_options=options, providers=["CPUExecutionProvider"])
+                onnxruntime.InferenceSession(str(part), sess_options=options, providers=["CPUExecutionProvider"])
                 for part in split)
         self.vocab: dict[str, int] = json.loads(files.vocab.read_text(encoding="utf-8"))["vocab"]
         with np.load(files.voices) as table:
@@ -126,15 +129,37 @@ class KokoroModel:
             yield samples, spoken
 
 
-def _split(path) -> tuple[bytes, bytes] | None:  # noqa: ANN001
-    """The serialised encoder and decoder of the Kokoro model at `path` (tts.kokoro_windows), or None
-    where onnx is not installed or the model is not Kokoro v1.0's export."""
+def _split(path) -> tuple[Path, Path] | None:  # noqa: ANN001
+    """The encoder and decoder files of the Kokoro model at `path` (tts.kokoro_windows), split once
+    per model file into the cache (1.3 s of onnx work a process would otherwise repeat at start-up);
+    None where onnx is not installed or the model is not Kokoro v1.0's export."""
+    from speech.models.cache import atomic_target, cache_dir
+
+    stat = Path(path).stat()
+    key = hashlib.sha256(f"{SPLIT_VERSION}:{Path(path).resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:16]
+    folder = cache_dir("kokoro", "split")
+    files = (folder / f"{key}.encoder.onnx", folder / f"{key}.decoder.onnx")
+    whole = folder / f"{key}.whole"  # marks a model that cannot be split
+    if all(f.is_file() for f in files):
+        return files
+    if whole.is_file():
+        return None
     try:
         import onnx
     except ImportError:
         return None
     parts = split_graph(onnx.load(str(path)))
-    return None if parts is None else tuple(p.SerializeToString() for p in parts)
+    if parts is None:
+        whole.touch()
+        return None
+    for file, part in zip(files, parts):
+        tmp = atomic_target(file)
+        try:
+            tmp.write_bytes(part.SerializeToString())
+            os.replace(tmp, file)
+        finally:
+            tmp.unlink(missing_ok=True)
+    return files
 
 
 def kokoro_phonemes(clauses: list[str]) -> str:

@@ -32,6 +32,7 @@ FRAMES_PER_S = 40
 FEATURES = ("/encoder/MatMul_1_output_0", "/encoder/Reshape_output_0", "/encoder/Reshape_1_output_0")
 ALIGNMENT = "/encoder/Cast_4_output_0"
 PHASE = "phase0"  # the input added to the sine generator's running sum of F0
+SPLIT_VERSION = 1  # of `split_graph`'s output: split models cached under another version are split again
 
 
 @dataclass(frozen=True)
@@ -119,22 +120,20 @@ class WindowedDecoder:
         text, f0, energy = features
         frames = text.shape[2]
         context, fade = self.config.context_frames, self.config.fade_frames * SAMPLES_PER_FRAME
-        harmonics = None
         sums: np.ndarray | None = None  # the sine generator's running sum, per F0 value, from frame 0
         tail: np.ndarray | None = None  # the previous window's decode of the frames after it
-        for a, b, _ in windows:
+        for a, b, _ in windows:  # in order from frame 0: a window that starts later finds `sums` filled
             s, e = max(0, a - context), min(frames, b + context)
-            phase = np.zeros((1, 1, 1 if harmonics is None else harmonics), np.float32)
-            if s > 0 and sums is not None:
+            phase = np.zeros((1, 1, 1), np.float32)
+            if s > 0:
                 phase = (sums[2 * s - 1] % 1.0).reshape(1, 1, -1).astype(np.float32)
             audio, running = self.session.run(None, {
                 FEATURES[0]: text[:, :, s:e], FEATURES[1]: f0[:, 2 * s:2 * e], FEATURES[2]: energy[:, 2 * s:2 * e],
                 "style": style, PHASE: phase})
             audio = np.asarray(audio, np.float32).ravel()
             running = np.asarray(running, np.float64).reshape(2 * (e - s), -1) + phase.reshape(1, -1)
-            harmonics = running.shape[1]
             if sums is None:
-                sums = np.zeros((2 * frames, harmonics))
+                sums = np.zeros((2 * frames, running.shape[1]))
             sums[2 * s:2 * e] = running
             lo, hi = (a - s) * SAMPLES_PER_FRAME, (b - s) * SAMPLES_PER_FRAME
             out = audio[lo:hi].copy()

@@ -149,3 +149,18 @@ def test_a_long_piece_is_rendered_window_by_window_close_to_whole(registry):
     assert _log_spectral_distance(a, b) < 4.5
     # a short piece is one window
     assert [c.part for c in windowed.synthesize("O hospital.")] == [(0, 2)]
+
+
+def test_the_model_is_split_once_into_the_cache(monkeypatch, tmp_path):
+    from speech.tts import kokoro
+
+    monkeypatch.setenv("SPEECH_CACHE", str(tmp_path))
+    model = voices.kokoro_embedded().model  # joined into the default cache already (the tests above)
+    files = kokoro._split(model)
+    assert files is not None and all(f.is_file() and f.is_relative_to(tmp_path) for f in files)
+
+    def no_second_split(graph):
+        raise AssertionError("split again")
+
+    monkeypatch.setattr(kokoro, "split_graph", no_second_split)
+    assert kokoro._split(model) == files
