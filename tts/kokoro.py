@@ -9,7 +9,10 @@ Kokoro model and voices file (kokoro-onnx's, with the voices trained on each lan
 same way.
 
 The model sees each piece whole (one prosody), and its decoder renders it window by window
-(`tts/kokoro_windows.py`): the first words are heard while the rest is rendered.
+(`tts/kokoro_windows.py`): the first words are heard while the rest is rendered. Windows cost
+compute (their context frames decode twice), so a piece the listener will not need before the
+whole of it could be rendered (it waits behind earlier speech, or the voice is behind: `slack_s`)
+is rendered whole.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import hashlib
 import json
 import os
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -64,6 +68,9 @@ class KokoroConfig:
     # while the rest is rendered; window_s = 0: whole pieces
     window_s: float = 0.6
     window_growth: float = 1.3
+    # a piece is rendered whole when the listener will hear earlier speech for longer than this
+    # many times the whole piece's predicted decoding time (0: always window by window)
+    whole_margin: float = 1.2
 
 
 class KokoroModel:
@@ -94,6 +101,9 @@ class KokoroModel:
                 onnxruntime.InferenceSession(str(part), sess_options=options, providers=["CPUExecutionProvider"])
                 for part in split)
         self.vocab: dict[str, int] = json.loads(files.vocab.read_text(encoding="utf-8"))["vocab"]
+        # the decoder's seconds per frame on this machine, as it runs (beside whatever else runs):
+        # a moving average over its calls, which predicts a whole piece's decoding time
+        self.decode_s_per_frame: float | None = None
         with np.load(files.voices) as table:
             self.styles = {name: np.asarray(table[name], np.float32).reshape(-1, 256) for name in table.files}
         # onnxruntime's first run allocates and plans: at load, not on the first piece a listener waits for
@@ -107,9 +117,12 @@ class KokoroModel:
         return np.concatenate([np.zeros(0, np.float32), *(w for w, _ in self.stream(tokens, style, speed))])
 
     def stream(self, tokens: list[int], style: np.ndarray, speed: float, windows: WindowConfig = WindowConfig(0.0),
-               first_tokens: list[int] | None = None) -> Iterator[tuple[np.ndarray, int]]:
+               first_tokens: list[int] | None = None, whole_within_s: float | None = None,
+               ) -> Iterator[tuple[np.ndarray, int]]:
         """The piece's samples window by window, each with the number of words spoken so far
-        (`first_tokens`: each word's first token in `tokens`; None: one window, the whole piece)."""
+        (`first_tokens`: each word's first token in `tokens`; None: one window, the whole piece).
+        `whole_within_s`: one window all the same where the whole piece is predicted to decode
+        within that many seconds."""
         if not tokens:
             return
         feed = {"tokens": np.array([[0, *tokens, 0]], dtype=np.int64),
@@ -124,9 +137,20 @@ class KokoroModel:
             cuts = plan(frames, word_frames(alignment, [t + 1 for t in first_tokens]), windows)
         else:
             cuts = [(0, frames, 0)]
-        decoder = WindowedDecoder(self.decoder, windows)
-        for samples, (_, _, spoken) in zip(decoder.render(tuple(features), feed["style"], cuts), cuts):
+        if (len(cuts) > 1 and whole_within_s is not None and self.decode_s_per_frame is not None
+                and frames * self.decode_s_per_frame <= whole_within_s):
+            cuts = [(0, frames, cuts[-1][2])]
+        rendered = WindowedDecoder(self.decoder, windows).render(tuple(features), feed["style"], cuts)
+        context = windows.context_frames if len(cuts) > 1 else 0
+        for a, b, spoken in cuts:
+            t0 = time.perf_counter()
+            samples = next(rendered)
+            self._observe(min(frames, b + context) - max(0, a - context), time.perf_counter() - t0)
             yield samples, spoken
+
+    def _observe(self, frames: int, seconds: float) -> None:
+        rate = seconds / max(1, frames)
+        self.decode_s_per_frame = rate if self.decode_s_per_frame is None else 0.7 * self.decode_s_per_frame + 0.3 * rate
 
 
 def _split(path) -> tuple[Path, Path] | None:  # noqa: ANN001
@@ -177,6 +201,7 @@ class KokoroSynthesizer:
     # are spoken at once (as Pico's): `speech eval` en->pt first audio 4.41 -> 4.07 s.
     chunk_defaults = {"max_words": 10, "first_words": 4, "idle_words": 3}
     supports_speed = True  # `synthesize(text, speed)`: by `config.faster`
+    uses_slack = True  # `synthesize(text, slack_s=S)`: rendered whole when the listener will not wait for it
     # The duration control's fastest speed per way of speaking faster: the fastest whose round trip
     # (Whisper base, 10 FLEURS + 20 FLORES references, Portuguese: `speech bench s2st --text-only
     # --pairs en-pt --limit 10 --more-texts 20 --speed X`) stays within 5 points of speed 1. The
@@ -202,6 +227,8 @@ class KokoroSynthesizer:
             self._windows = WindowConfig(config.window_s, config.window_growth)
         except ValueError as e:
             raise UserError(f"Kokoro's window_s / window_growth: {e}") from None
+        if config.whole_margin < 0:
+            raise UserError(f"Kokoro's whole_margin must be >= 0 (0: always window by window), got {config.whole_margin:g}")
         self.config = config
         self.max_speed = self.MAX_SPEED[config.faster]
         self.sample_rate = SAMPLE_RATE
@@ -243,7 +270,11 @@ class KokoroSynthesizer:
                 out[-1] = (out[-1][0], out[-1][1] + words, False)
         return out
 
-    def synthesize(self, text: str, speed: float = 1.0) -> Iterator[AudioChunk]:
+    def synthesize(self, text: str, speed: float = 1.0, slack_s: float | None = None) -> Iterator[AudioChunk]:
+        """The piece's audio, window by window (AudioChunk.part) where that lets its first words
+        be heard sooner: `slack_s` is how long the listener will still hear earlier speech (None:
+        unknown; infinite where the voice is behind), and a piece predicted to decode whole within
+        it, with `whole_margin`, is rendered whole, which costs less compute."""
         text = clean_text(text)
         if not text:
             return
@@ -262,10 +293,14 @@ class KokoroSynthesizer:
         windows = self._windows if indexed else WindowConfig(0.0)
         own = speed if self.config.faster == "model" else 1.0
         offset, seq, done = 0, 0, 0
+        began = time.perf_counter()
         for ipa, words, mapped in calls:
             first = first_tokens(ipa, self._model.vocab) if windows.first_s and mapped else None
             start = done
-            for samples, spoken in self._model.stream(self._model.tokens(ipa), self._style, own, windows, first):
+            within = None  # a later call has the audio of the calls before it as slack too
+            if slack_s is not None and self.config.whole_margin > 0:
+                within = (slack_s + offset / SAMPLE_RATE - (time.perf_counter() - began)) / self.config.whole_margin
+            for samples, spoken in self._model.stream(self._model.tokens(ipa), self._style, own, windows, first, within):
                 samples = samples * np.float32(self.config.gain)
                 if own != speed:
                     samples = time_stretch(samples, SAMPLE_RATE, speed)

@@ -48,8 +48,9 @@ from .joins import FRAME_S, _frame_db
 
 DEFAULT_MAX_SPEED = 1.6  # for a voice with no measured limit
 # A piece that waited this long for the synthesiser (busy with earlier pieces) shows that the voice,
-# not the recogniser or the translator, holds the listener back: only then does the relief voice help
-RELIEF_WAIT_S = 1.0
+# not the recogniser or the translator, holds the listener back: only then does the relief voice help,
+# and a voice that renders window by window renders whole (its windows cost compute the voice lacks)
+VOICE_BEHIND_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -171,7 +172,7 @@ class PaceController:
             self.words_skipped += len(words)
             return [], PaceDecision(round(self.speed, 3), lag, backlog, False, skipped=tuple(w.text for w in words))
         self.relieving = relief and c.relief_lag_s is not None and (
-            lag > c.condense_lag_s if self.relieving else lag > c.relief_lag_s and waited >= RELIEF_WAIT_S
+            lag > c.condense_lag_s if self.relieving else lag > c.relief_lag_s and waited >= VOICE_BEHIND_S
         )
         excess = min(max(0.0, lag - c.target_lag_s), backlog)
         if c.look_ahead:

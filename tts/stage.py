@@ -39,7 +39,7 @@ from speech.types import Word
 from .chunker import ChunkerConfig, SpeechPiece, TextChunker
 from .joins import JoinConfig, prepare_chunk
 from .listener import ListenerSchedule, timed_offsets
-from .pace import PaceConfig, PaceController, PaceDecision, after_cuts, cut, pause_cuts
+from .pace import VOICE_BEHIND_S, PaceConfig, PaceController, PaceDecision, after_cuts, cut, pause_cuts
 from .text import clean_text
 from .timescale import synthesize_at
 
@@ -122,9 +122,13 @@ class TtsStage:
             speed = min(speed, getattr(voice, "max_speed", None) or speed)
         timer.begin(piece.ready_time)
         t0 = time.perf_counter()
-        stream = synthesize_at(voice, text, speed)
+        # A voice that renders window by window renders a piece whole (less compute) when the listener
+        # would not hear its first window sooner: the piece waits behind earlier speech (the backlog),
+        # or the voice is behind (the piece waited for it), where windows cost compute it lacks.
+        slack = float("inf") if ready - piece.ready_time >= VOICE_BEHIND_S else decision.backlog_s
+        stream = synthesize_at(voice, text, speed, slack_s=slack)
         part = _Part()
-        emitted = {"chunks": 0, "audio_s": 0.0}
+        speaking = _Speaking(piece, decision, speed)
         # a part's words, as indices of `words`; where cleaning changed the words, the last part takes them all
         indexed = len(text.split()) == len(words)
         unspoken = 0  # the first word no emitted part has spoken yet
@@ -135,33 +139,32 @@ class TtsStage:
             part.add(chunk, now)
             if chunk.part is not None and indexed and chunk.part[1] < len(words):
                 # a window of a voice that renders a piece window by window: emitted at once
-                part.words, part.head, part.tail = words[unspoken:chunk.part[1]], not emitted["chunks"], False
-                if await self._emit(part, piece, decision, speed, outbox, seq, totals, emitted):
+                part.words, part.head, part.tail = words[unspoken:chunk.part[1]], not speaking.chunks, False
+                if await self._emit(part, speaking, outbox, seq, totals):
                     seq, unspoken = seq + 1, chunk.part[1]
                 part = _Part()
             timer.begin(now)
         timer.end()
         totals["compute_s"] += time.perf_counter() - t0
         if part.buffers:  # the whole piece (every voice that does not render by windows) or its last window
-            part.words, part.head = words[unspoken:], not emitted["chunks"]
-            if await self._emit(part, piece, decision, speed, outbox, seq, totals, emitted,
-                                text=text if not unspoken else None):
+            part.words, part.head = words[unspoken:], not speaking.chunks
+            if await self._emit(part, speaking, outbox, seq, totals, text=text if not unspoken else None):
                 seq += 1
-        if not emitted["chunks"]:
+        if not speaking.chunks:
             totals["skipped"] += 1
             self.log.write("tts_skip", stage=self.name, text=text, reason="silent synthesis")
             return seq
         if not decision.relief:  # the pace the look-ahead predicts is the main voice's
-            self._pace.observe(text, emitted["audio_s"], speed)
+            self._pace.observe(text, speaking.audio_s, speed)
         return seq
 
-    async def _emit(self, part: _Part, piece: SpeechPiece, decision: PaceDecision, speed: float,
-                    outbox: Channel[AudioChunk], seq: int, totals: dict, emitted: dict,
+    async def _emit(self, part: _Part, speaking: _Speaking, outbox: Channel[AudioChunk], seq: int, totals: dict,
                     text: str | None = None) -> bool:
         """Emit one part of a piece (the whole piece for most voices) as one AudioChunk: its pauses
         shortened where the decision says so, its padding trimmed and its edges faded, placed on
         the listener timeline, logged; a part that is silent after the trim is not emitted."""
         words, whole = part.words, text is not None
+        piece, decision = speaking.piece, speaking.decision
         text = text if whole else clean_text(" ".join(w.text for w in words))
         samples = np.concatenate(part.buffers) if part.buffers else np.zeros(0, np.float32)
         rate = part.rate
@@ -182,11 +185,11 @@ class TtsStage:
         first = part.first
         play_start = self._schedule.place(first, len(samples))
         out = AudioChunk(samples, rate, start=first, seq=seq, wall_time=first, text=text, play_start=play_start)
-        emitted["audio_s"] += out.duration
+        speaking.audio_s += out.duration
         totals["audio_s"] += out.duration
         totals["chunks"] += 1
-        self._count(decision, totals, len(words), first_part=not emitted["chunks"])
-        emitted["chunks"] += 1
+        self._count(decision, totals, len(words), first_part=not speaking.chunks)
+        speaking.chunks += 1
         self.log.audio(
             self.name, out,
             source_time=round(piece.source_time, 4),
@@ -198,12 +201,12 @@ class TtsStage:
             words=len(words),
             play_start=round(play_start, 4),
             word_times=word_times(words, piece, out.duration, offsets),
-            speed=speed,
+            speed=speaking.speed,
             **({"voice": "relief"} if decision.relief else {}),
             pace_lag_s=round(decision.lag_s, 3),
             backlog_s=round(decision.backlog_s, 3),
             **({"pauses_shortened": True} if decision.shorten_pauses else {}),
-            **({"dropped": list(decision.dropped)} if decision.dropped and emitted["chunks"] == 1 else {}),
+            **({"dropped": list(decision.dropped)} if decision.dropped and speaking.chunks == 1 else {}),
         )
         await outbox.put(out)
         return True
@@ -217,6 +220,18 @@ class TtsStage:
         totals["pauses_shortened"] += decision.shorten_pauses
         totals["words_dropped"] += len(decision.dropped) if first_part else 0
         totals.setdefault("_speeds", []).append(decision.speed)
+
+
+@dataclass
+class _Speaking:
+    """One piece while it is spoken: what the pace decided for it, and how much of it has been
+    emitted so far (one chunk, or one per window of a voice that renders window by window)."""
+
+    piece: SpeechPiece
+    decision: PaceDecision
+    speed: float  # the speed it is synthesised at (the relief voice's may be lower than the decision's)
+    chunks: int = 0
+    audio_s: float = 0.0
 
 
 @dataclass

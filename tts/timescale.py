@@ -19,13 +19,16 @@ from speech.errors import UserError
 from speech.types import AudioChunk
 
 
-def synthesize_at(synthesizer: Any, text: str, speed: float) -> Iterator[AudioChunk]:
-    """`synthesizer.synthesize(text)` spoken `speed` times faster (1: as the voice speaks)."""
+def synthesize_at(synthesizer: Any, text: str, speed: float, slack_s: float | None = None) -> Iterator[AudioChunk]:
+    """`synthesizer.synthesize(text)` spoken `speed` times faster (1: as the voice speaks).
+    `slack_s`: how long the listener will still hear earlier speech, for a voice that renders
+    differently when it is not waited for (`uses_slack`)."""
+    hint = {"slack_s": slack_s} if slack_s is not None and getattr(synthesizer, "uses_slack", False) else {}
     if abs(speed - 1.0) < 1e-6:
-        return synthesizer.synthesize(text)
+        return synthesizer.synthesize(text, **hint)
     if getattr(synthesizer, "supports_speed", False):
-        return synthesizer.synthesize(text, speed=speed)
-    return _stretched(synthesizer.synthesize(text), speed)
+        return synthesizer.synthesize(text, speed=speed, **hint)
+    return _stretched(synthesizer.synthesize(text, **hint), speed)
 
 
 def _stretched(chunks: Iterator[AudioChunk], speed: float) -> Iterator[AudioChunk]:

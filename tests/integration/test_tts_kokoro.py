@@ -151,6 +151,22 @@ def test_a_long_piece_is_rendered_window_by_window_close_to_whole(registry):
     assert [c.part for c in windowed.synthesize("O hospital.")] == [(0, 2)]
 
 
+def test_a_piece_the_listener_will_not_wait_for_is_rendered_whole(registry):
+    from speech.tts.kokoro import KokoroConfig, create
+
+    synth = create(KokoroConfig(), registry)
+    n = len(PT.split())
+    assert synth._model.decode_s_per_frame > 0  # measured from the load's first run on
+    # the listener hears nothing (slack 0) or nobody knows: the first words come first
+    assert len([c.part for c in synth.synthesize(PT, slack_s=0.0)]) >= 2
+    assert len([c.part for c in synth.synthesize(PT)]) >= 2
+    # a minute of earlier speech still to hear: one window, the whole piece, at less compute
+    assert [c.part for c in synth.synthesize(PT, slack_s=60.0)] == [(0, n)]
+    # whole_margin 0: always window by window
+    always = create(KokoroConfig(whole_margin=0), registry)
+    assert len([c.part for c in always.synthesize(PT, slack_s=60.0)]) >= 2
+
+
 def test_the_model_is_split_once_into_the_cache(monkeypatch, tmp_path):
     from speech.tts import kokoro
 

@@ -61,3 +61,5 @@ def test_kokoro_refuses_window_options_out_of_range_by_name():
     for bad in (dict(window_s=-0.5), dict(window_growth=0.9)):
         with pytest.raises(UserError, match="window_s / window_growth"):
             KokoroSynthesizer(KokoroConfig(faster="model", **bad), model, espeak=None)
+    with pytest.raises(UserError, match="whole_margin must be >= 0"):
+        KokoroSynthesizer(KokoroConfig(faster="model", whole_margin=-1), model, espeak=None)

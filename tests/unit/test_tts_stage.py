@@ -172,3 +172,41 @@ def test_a_window_later_than_the_audio_before_it_leaves_a_gap_on_the_listener_ti
     # the second window took 0.3 s while the first (0.2 s of audio) played: the listener waits
     assert chunks[1].play_start >= chunks[0].play_start + chunks[0].duration + 0.05
     assert chunks[1].play_start == pytest.approx(chunks[1].wall_time, abs=1e-4)  # whole samples
+
+
+class SlackSynth(WindowedSynth):
+    """A windowed voice that records the slack the stage gives each piece (`uses_slack`)."""
+
+    uses_slack = True
+
+    def __init__(self, delay: float) -> None:
+        super().__init__(delay)
+        self.slacks: list[float | None] = []
+
+    def synthesize(self, text: str, slack_s: float | None = None):
+        self.slacks.append(slack_s)
+        yield from super().synthesize(text)
+
+
+def test_a_voice_that_uses_slack_is_told_how_long_the_listener_still_hears_earlier_speech():
+    # two pieces committed together: the second is synthesised while the first (0.8 s) plays
+    updates = [TextUpdate(committed=words("uno dos tres cuatro cinco seis siete ocho. nueve diez."),
+                          wall_time=1.0, source_time=2.0, final=True)]
+    synth = SlackSynth(delay=0.01)
+    asyncio.run(run_stage(updates, synth, chunker=ChunkerConfig(max_words=10)))
+    assert len(synth.slacks) == 2
+    assert synth.slacks[0] == 0.0  # the listener hears nothing: it waits for the first window
+    assert 0.6 < synth.slacks[1] < 0.8  # the first piece's 0.8 s, less the compute it took so far
+    # a voice without `uses_slack` is called as before (FakeSynth takes no slack_s)
+    chunks, _ = asyncio.run(run_stage(updates, FakeSynth()))
+    assert chunks
+
+
+def test_a_piece_that_waited_for_the_voice_has_unbounded_slack():
+    # the first piece takes 1.2 s to render (two windows of 0.6 s) and plays for 0.4 s: the second
+    # waits a second for the voice, which is behind, so the stage tells it not to spend on windows
+    updates = [TextUpdate(committed=words("uno dos tres cuatro. cinco seis."), wall_time=1.0, source_time=2.0,
+                          final=True)]
+    synth = SlackSynth(delay=0.6)
+    asyncio.run(run_stage(updates, synth, chunker=ChunkerConfig(max_words=10)))
+    assert synth.slacks == [0.0, float("inf")]
