@@ -127,6 +127,13 @@ class PaceDecision:
     dropped: tuple[str, ...] = ()  # words condensed away
     skipped: tuple[str, ...] = ()  # the whole piece, not spoken: the voice is too far behind
     relief: bool = False  # spoken by the relief voice: the main one is too far behind
+    voice_behind: bool = False  # the piece waited VOICE_BEHIND_S or more for the synthesiser
+
+    @property
+    def slack_s(self) -> float:
+        """How long the listener will not need the piece's first sample: the backlog, unbounded
+        where the voice is behind (a voice that renders window by window renders whole within it)."""
+        return float("inf") if self.voice_behind else self.backlog_s
 
     @property
     def acted(self) -> bool:
@@ -164,15 +171,17 @@ class PaceController:
         backlog = max(0.0, listener_end - ready)
         start = max(ready, listener_end)
         lag = start - spoken if spoken is not None else backlog
+        voice_behind = waited >= VOICE_BEHIND_S
         c = self.config
         if not c.control:
             self.words_spoken += len(words)
-            return words, PaceDecision(c.min_speed, lag, backlog, False)
+            return words, PaceDecision(c.min_speed, lag, backlog, False, voice_behind=voice_behind)
         if c.skip_lag_s is not None and lag > c.skip_lag_s:
             self.words_skipped += len(words)
-            return [], PaceDecision(round(self.speed, 3), lag, backlog, False, skipped=tuple(w.text for w in words))
+            return [], PaceDecision(round(self.speed, 3), lag, backlog, False, skipped=tuple(w.text for w in words),
+                                    voice_behind=voice_behind)
         self.relieving = relief and c.relief_lag_s is not None and (
-            lag > c.condense_lag_s if self.relieving else lag > c.relief_lag_s and waited >= VOICE_BEHIND_S
+            lag > c.condense_lag_s if self.relieving else lag > c.relief_lag_s and voice_behind
         )
         excess = min(max(0.0, lag - c.target_lag_s), backlog)
         if c.look_ahead:
@@ -186,7 +195,8 @@ class PaceController:
         self._remember(words)
         self.words_spoken += len(words) + len(dropped)
         behind = c.pause_ms > 0 and excess > 0
-        return words, PaceDecision(round(self.speed, 3), lag, backlog, behind, dropped, relief=self.relieving)
+        return words, PaceDecision(round(self.speed, 3), lag, backlog, behind, dropped, relief=self.relieving,
+                                   voice_behind=voice_behind)
 
     def observe(self, text: str, duration_s: float, speed: float) -> None:
         """A piece was synthesised: update the voice's seconds per character at speed 1."""

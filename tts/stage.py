@@ -39,7 +39,7 @@ from speech.types import Word
 from .chunker import ChunkerConfig, SpeechPiece, TextChunker
 from .joins import JoinConfig, prepare_chunk
 from .listener import ListenerSchedule, timed_offsets
-from .pace import VOICE_BEHIND_S, PaceConfig, PaceController, PaceDecision, after_cuts, cut, pause_cuts
+from .pace import PaceConfig, PaceController, PaceDecision, after_cuts, cut, pause_cuts
 from .text import clean_text
 from .timescale import synthesize_at
 
@@ -122,11 +122,9 @@ class TtsStage:
             speed = min(speed, getattr(voice, "max_speed", None) or speed)
         timer.begin(piece.ready_time)
         t0 = time.perf_counter()
-        # A voice that renders window by window renders a piece whole (less compute) when the listener
-        # would not hear its first window sooner: the piece waits behind earlier speech (the backlog),
-        # or the voice is behind (the piece waited for it), where windows cost compute it lacks.
-        slack = float("inf") if ready - piece.ready_time >= VOICE_BEHIND_S else decision.backlog_s
-        stream = synthesize_at(voice, text, speed, slack_s=slack)
+        # a voice that renders window by window renders a piece whole (less compute) when the listener
+        # would not hear its first window sooner (PaceDecision.slack_s)
+        stream = synthesize_at(voice, text, speed, slack_s=decision.slack_s)
         part = _Part()
         speaking = _Speaking(piece, decision, speed)
         # a part's words, as indices of `words`; where cleaning changed the words, the last part takes them all
