@@ -8,8 +8,9 @@ the source language joined with 0.3-1.0 s pauses), streamed to a fresh `speech s
 pace. The server's `synthesis` events carry each word's listener lag (when the listener hears it -
 when its source word was spoken: speech.server.live) and when it is heard; this reports
 their p50, p90 and max per minute of the talk and the slope, computed as for the simulated clock
-(speech.eval.listener: a word counts in the minute its source word was spoken), and the `done`
-summary.
+(speech.eval.listener: a word counts in the minute its source word was spoken), the `done`
+summary, and when and on which machine it ran (its vector extensions set how fast the int8
+models run).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import asyncio
 import json
 import shlex
 import sys
+import time
 from pathlib import Path
 
 from loadkit import ServerProcess
@@ -38,8 +40,10 @@ def main() -> int:
     parser.add_argument("--serve-args", default="", help="extra `speech serve` arguments, e.g. '--no-pace-control'")
     parser.add_argument("--out", help="write the figures here as JSON")
     args = parser.parse_args()
+    from speech.eval.configs import machine
     from speech.tts.longtalk import build_talk
 
+    started, where = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), machine()
     source, target = args.pair.split("-")
     talk = build_talk(Path(args.data), source, args.minutes)
     heard: list[HeardWord] = []  # per word: when heard, when its source word was spoken
@@ -70,7 +74,7 @@ def main() -> int:
     out = {"pair": args.pair, "talk_s": round(talk.duration, 1), "serve_args": args.serve_args,
            "synthesis_lag_p50_s": percentile(lags, 50), "synthesis_lag_p90_s": percentile(lags, 90),
            "synthesis_lag_p90_s_per_minute": [m["p90"] for m in per_minute], "per_minute": per_minute,
-           "slope_s_per_min": slope, "done": done}
+           "slope_s_per_min": slope, "done": done, "date": started, "machine": where}
     text = json.dumps(out, indent=2)
     print(text)
     if args.out:

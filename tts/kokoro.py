@@ -141,11 +141,10 @@ class KokoroModel:
                 and frames * self.decode_s_per_frame <= whole_within_s):
             cuts = [(0, frames, cuts[-1][2])]
         rendered = WindowedDecoder(self.decoder, windows).render(tuple(features), feed["style"], cuts)
-        context = windows.context_frames if len(cuts) > 1 else 0
-        for a, b, spoken in cuts:
+        for _, _, spoken in cuts:
             t0 = time.perf_counter()
-            samples = next(rendered)
-            self._observe(min(frames, b + context) - max(0, a - context), time.perf_counter() - t0)
+            samples, decoded = next(rendered)
+            self._observe(decoded, time.perf_counter() - t0)
             yield samples, spoken
 
     def _observe(self, frames: int, seconds: float) -> None:

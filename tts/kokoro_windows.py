@@ -115,8 +115,9 @@ class WindowedDecoder:
     config: WindowConfig
 
     def render(self, features: tuple[np.ndarray, np.ndarray, np.ndarray], style: np.ndarray,
-               windows: list[tuple[int, int, int]]) -> Iterator[np.ndarray]:
-        """Samples of each window in order; together the piece."""
+               windows: list[tuple[int, int, int]]) -> Iterator[tuple[np.ndarray, int]]:
+        """Samples of each window in order (together the piece), each with the number of frames
+        decoded for it (the window and its context)."""
         text, f0, energy = features
         frames = text.shape[2]
         context, fade = self.config.context_frames, self.config.fade_frames * SAMPLES_PER_FRAME
@@ -142,4 +143,4 @@ class WindowedDecoder:
                 ramp = np.linspace(0.0, 1.0, k, dtype=np.float32)
                 out[:k] = out[:k] * ramp + tail[:k] * (1.0 - ramp)
             tail = audio[hi:hi + fade]
-            yield out
+            yield out, e - s

@@ -163,22 +163,38 @@ def versions() -> dict[str, str]:
     return out
 
 
+def vector_extensions(flags: set[str]) -> str:
+    """The widest SIMD a CPU's flags (/proc/cpuinfo) name: CTranslate2, onnxruntime and llama.cpp
+    choose their int8 and float kernels by it (Kokoro's int8 decoder ran 1.4-1.6 times faster on 2
+    cores with AVX-512 VNNI and AMX than on 2 with AVX2 alone), so a figure names it."""
+    if "avx512f" in flags:
+        extras = [name for flag, name in (("avx512_vnni", "VNNI"), ("amx_int8", "AMX")) if flag in flags]
+        return " ".join(["AVX-512", *extras])
+    for flag, name in (("avx2", "AVX2"), ("avx", "AVX"), ("sse4_2", "SSE4.2"), ("asimd", "NEON")):
+        if flag in flags:
+            return name
+    return ""
+
+
 def machine() -> dict[str, Any]:
     import os
 
     import psutil
 
-    cpu = platform.processor()
+    cpu, flags = platform.processor(), set()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
+            if line.startswith("model name") and cpu == platform.processor():
                 cpu = line.split(":", 1)[1].strip()
+            elif line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
                 break
     except OSError:
         pass
     return {
         "system": f"{platform.system()} {platform.release()} {platform.machine()}",
         "cpu": cpu,
+        "vector": vector_extensions(flags),
         "cores": os.cpu_count(),
         "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
         "load_average": [round(x, 2) for x in os.getloadavg()],

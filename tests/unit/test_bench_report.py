@@ -9,7 +9,7 @@ from speech import benchreport
 
 def test_page_shows_stored_figures_with_their_command(tmp_path, monkeypatch):
     monkeypatch.setattr(benchreport, "RESULTS", tmp_path)
-    (tmp_path / "longtalk.json").write_text(json.dumps({
+    (tmp_path / "longtalk.x86-64.json").write_text(json.dumps({
         "command": "speech bench s2st --long 10 --pairs en-es --json", "date": "2026-12-01 05:00 UTC",
         "machine": {"cores": 2, "processor": "x86_64", "memory_gb": 23.4, "load_average": [0.5, 0.4, 0.3]},
         "results": [{"pair": "en-es", "control": "on", "listener_lag_p50_s": 3.2, "listener_lag_p90_s": 4.4,
@@ -44,9 +44,37 @@ def test_a_measured_headline_is_stored_with_its_machine_and_versions(tmp_path, m
 
     monkeypatch.setattr(benchreport.subprocess, "run", fake_run)
     headline = next(h for h in benchreport.HEADLINES if h.name == "asr")
-    stored = json.loads(benchreport.run_one(headline).read_text())
+    path = benchreport.run_one(headline)
+    stored = json.loads(path.read_text())
     assert asked[0][-1] == "--json" and stored["results"] == {"configs": []}
     assert stored["machine"]["cores"] >= 1 and stored["machine"]["cpu"]
+    assert stored["machine"]["vector"]  # x86 and ARM name their SIMD in /proc/cpuinfo
+    assert path == tmp_path / f"asr.{benchreport.machine_slug(stored['machine'])}.json"
     assert stored["versions"]["numpy"] and stored["versions"]["python"]
     text = benchreport.render(tmp_path / "page.md")
     assert f"numpy {stored['versions']['numpy']}.*" in text
+
+
+def _long(date: str, machine: dict, p90: float) -> str:
+    return json.dumps({"command": "speech bench s2st --long 10 --pairs en-pt --json", "date": date, "machine": machine,
+                       "results": [{"pair": "en-pt", "control": "on", "listener_lag_p50_s": 4.0, "listener_lag_p90_s": p90,
+                                    "listener_lag_p90_s_per_minute": [p90], "listener_lag_slope_s_per_min": 0.0,
+                                    "end_offset_s": 3.0, "duration_ratio": 0.8, "share_words_dropped": 0.0}]})
+
+
+def test_each_kind_of_machine_keeps_its_own_figures_newest_first(tmp_path, monkeypatch):
+    """2 cores with AVX-512 VNNI run the int8 models faster than 2 with AVX2 alone: a run on one
+    machine must not replace, nor be mistaken for, the other's."""
+    monkeypatch.setattr(benchreport, "RESULTS", tmp_path)
+    amd = {"cpu": "AMD EPYC", "vector": "AVX2", "cores": 2, "memory_gb": 23.5, "load_average": [0.4, 0.3, 0.2]}
+    xeon = {"cpu": "Intel(R) Xeon(R) Processor", "vector": "AVX-512 VNNI AMX", "cores": 2, "memory_gb": 23.5,
+            "load_average": [0.9, 1.0, 1.1]}
+    assert benchreport.machine_slug(amd) == "amd-epyc-avx2"
+    assert benchreport.machine_slug(xeon) == "intel-xeon-avx-512-vnni-amx"
+    (tmp_path / "longtalk.amd-epyc-avx2.json").write_text(_long("2026-12-06 15:20 UTC", amd, 5.69))
+    (tmp_path / "longtalk.intel-xeon-avx-512-vnni-amx.json").write_text(_long("2026-12-07 00:20 UTC", xeon, 4.81))
+    (tmp_path / "longtalk_server_en-pt.json").write_text("{}")  # another benchmark's file, not a machine's run
+    text = benchreport.render(tmp_path / "page.md")
+    xeon_row, amd_row = text.index("| en-pt | on | 4.00 / 4.81 s"), text.index("| en-pt | on | 4.00 / 5.69 s")
+    assert xeon_row < text.index("2 cores (Intel(R) Xeon(R) Processor, AVX-512 VNNI AMX)") < amd_row
+    assert amd_row < text.index("2 cores (AMD EPYC, AVX2), 23.5 GB")
