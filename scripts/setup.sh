@@ -9,6 +9,8 @@ want_test=0
 [ "${1:-}" = "--test" ] && want_test=1
 
 need_apt=()
+# Debian's own python3 creates virtual environments only with python3-venv (ensurepip).
+[ -x .venv/bin/python ] || python3 -c "import ensurepip" >/dev/null 2>&1 || need_apt+=(python3-venv)
 dpkg -s libopus0 >/dev/null 2>&1 || need_apt+=(libopus0)
 dpkg -s libportaudio2 >/dev/null 2>&1 || need_apt+=(libportaudio2)
 # Apertium (GPL rules, no weights): the edges of the translation graph around Spanish, Portuguese,

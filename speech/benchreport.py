@@ -149,8 +149,8 @@ def machine_slug(where: dict[str, Any]) -> str:
 
 def stored_runs(name: str) -> list[dict]:
     """Every stored result of a headline, one per kind of machine, newest first."""
-    runs = [json.loads(p.read_text(encoding="utf-8")) for p in RESULTS.glob(f"{name}.*json")
-            if p.name == f"{name}.json" or p.name.count(".") == 2]
+    files = [*RESULTS.glob(f"{name}.*.json"), RESULTS / f"{name}.json"]  # the second: stored before machines were told apart
+    runs = [json.loads(p.read_text(encoding="utf-8")) for p in files if p.is_file()]
     return sorted(runs, key=lambda r: r.get("date", ""), reverse=True)
 
 

@@ -181,16 +181,16 @@ def machine() -> dict[str, Any]:
 
     import psutil
 
-    cpu, flags = platform.processor(), set()
+    # the first core's entries: its model name, and its flags (x86) or features (ARM)
+    fields: dict[str, str] = {}
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name") and cpu == platform.processor():
-                cpu = line.split(":", 1)[1].strip()
-            elif line.startswith("flags"):
-                flags = set(line.split(":", 1)[1].split())
-                break
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
     except OSError:
         pass
+    cpu = fields.get("model name") or platform.processor()
+    flags = set((fields.get("flags") or fields.get("Features") or "").split())
     return {
         "system": f"{platform.system()} {platform.release()} {platform.machine()}",
         "cpu": cpu,
