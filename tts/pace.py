@@ -23,7 +23,10 @@ listener timeline and, for each piece about to be spoken, chooses:
    spoken and the piece waited for the synthesiser (the machine synthesises more slowly than the
    speaker talks: a large voice on a small CPU, where neither speed nor condensation removes the
    compute that is missing): the stage's cheaper voice speaks the pieces until the lag is back
-   under `condense_lag_s`, so every word is still heard and the main voice catches up;
+   under the target lag (`relief_until_lag_s`), so every word is still heard and the main voice
+   catches up. A main voice that needed relief once has shown that the machine lacks its compute,
+   so from then on the relief voice takes over as soon as that voice holds a piece back above
+   `condense_lag_s`;
 5. skipping, when a piece's first word would be heard more than `skip_lag_s` after it was spoken
    (no relief voice, or even it falls behind): the piece is not spoken (its words stay in the
    translation's text), which also spares its synthesis, so the voice catches up with the talk
@@ -74,10 +77,15 @@ class PaceConfig:
     # Above the worst lag of the 10-minute talks that keep up (11.1 s, docs/synthesis.md)
     skip_lag_s: float | None = 15.0
     # above this predicted lag, a piece that waited for the synthesiser is spoken by the relief
-    # voice (the TTS stage's cheaper one, if it has one) until the lag is under condense_lag_s;
-    # None: never. Between the condensation and skip levels, above the worst minute of the
-    # 10-minute talks that keep up (p90 7.8 s, docs/synthesis.md)
+    # voice (the TTS stage's cheaper one, if it has one) until the lag is under relief_until_lag_s;
+    # once the main voice has needed relief, above condense_lag_s already; None: never. Between the
+    # condensation and skip levels, above the worst minute of the 10-minute talks that keep up
+    # (p90 7.8 s, docs/synthesis.md)
     relief_lag_s: float | None = 10.0
+    # the relief voice speaks until the predicted lag is under this; None: target_lag_s. Handing
+    # back at the target rather than at condense_lag_s held a 3-minute live en->pt talk on a 2-core
+    # CPU too slow for Kokoro at p50 7.6 instead of 9.4 s (docs/synthesis.md)
+    relief_until_lag_s: float | None = None
     look_ahead: bool = True  # count the words committed behind the piece (see the module doc)
     tentative: bool = True  # count the translator's tentative tail behind them too
 
@@ -104,6 +112,11 @@ class PaceConfig:
             raise ValueError(
                 f"relief lag ({self.relief_lag_s:g} s) must lie between the condensation lag "
                 f"({self.condense_lag_s:g} s) and the skip lag ({skip:g} s)"
+            )
+        if self.relief_until_lag_s is not None and not self.target_lag_s <= self.relief_until_lag_s <= self.condense_lag_s:
+            raise ValueError(
+                f"relief until lag ({self.relief_until_lag_s:g} s) must lie between the target lag "
+                f"({self.target_lag_s:g} s) and the condensation lag ({self.condense_lag_s:g} s)"
             )
         if not 0 <= self.max_condense <= 0.5:
             raise ValueError(f"max condense share must be between 0 and 0.5, got {self.max_condense:g}")
@@ -150,7 +163,8 @@ class PaceController:
     words_spoken: int = 0
     words_dropped: int = 0
     words_skipped: int = 0
-    relieving: bool = False  # the relief voice speaks until the lag is under condense_lag_s
+    relieving: bool = False  # the relief voice speaks until the lag is under relief_until_lag_s (or the target)
+    relieved: bool = False  # the main voice has needed the relief voice (from then on it takes over sooner)
     seconds_per_char: float | None = None  # the voice's pace at speed 1, observed (None: not yet)
     _recent_clauses: list[str] = field(default_factory=list)
 
@@ -180,9 +194,12 @@ class PaceController:
             self.words_skipped += len(words)
             return [], PaceDecision(round(self.speed, 3), lag, backlog, False, skipped=tuple(w.text for w in words),
                                     voice_behind=voice_behind)
+        until = c.target_lag_s if c.relief_until_lag_s is None else c.relief_until_lag_s
+        level = c.condense_lag_s if self.relieved else c.relief_lag_s
         self.relieving = relief and c.relief_lag_s is not None and (
-            lag > c.condense_lag_s if self.relieving else lag > c.relief_lag_s and voice_behind
+            lag > until if self.relieving else lag > level and voice_behind
         )
+        self.relieved = self.relieved or self.relieving
         excess = min(max(0.0, lag - c.target_lag_s), backlog)
         if c.look_ahead:
             excess = max(excess, self._queued_excess(words, start, backlog, queued))

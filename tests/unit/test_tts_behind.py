@@ -75,11 +75,31 @@ def test_the_relief_voice_takes_over_only_when_the_synthesiser_holds_the_piece_b
     _, d = c.decide(words, ready=31.0, listener_end=20.0, spoken=20.0, waited=3.0, relief=True)
     assert d.relief and d.acted
     _, d = c.decide(words, ready=38.0, listener_end=30.0, spoken=30.5, waited=0.0, relief=True)
-    assert d.relief  # 7.5 s: still above the condensation level, the relief voice goes on
+    assert d.relief  # 7.5 s: still above the target lag, the relief voice goes on
     _, d = c.decide(words, ready=38.0, listener_end=30.0, spoken=32.5, waited=0.0, relief=True)
-    assert not d.relief and not c.relieving  # 5.5 s: the main voice again
+    assert d.relief  # 5.5 s: under the condensation level, still above the target lag (3 s)
+    _, d = c.decide(words, ready=38.0, listener_end=30.0, spoken=35.5, waited=0.0, relief=True)
+    assert not d.relief and not c.relieving  # 2.5 s: the main voice again
     _, d = c.decide(words, ready=50.0, listener_end=20.0, spoken=30.0, waited=9.0, relief=True)
     assert d.skipped and not d.relief  # above the skip level the piece is skipped, relief or not
+
+
+def test_a_voice_relieved_once_is_relieved_sooner_and_until_the_level_asked():
+    words = [Word("a"), Word("b")]
+    fresh = PaceController(PaceConfig(relief_lag_s=10.0, condense_lag_s=6.0, skip_lag_s=15.0))
+    _, d = fresh.decide(words, ready=37.0, listener_end=30.0, spoken=30.0, waited=3.0, relief=True)
+    assert not d.relief  # 7 s behind for want of the voice, but it has not needed relief yet
+    c = PaceController(PaceConfig(relief_lag_s=10.0, condense_lag_s=6.0, skip_lag_s=15.0, relief_until_lag_s=4.0))
+    _, d = c.decide(words, ready=31.0, listener_end=20.0, spoken=20.0, waited=3.0, relief=True)
+    assert d.relief  # 11 s: takes over
+    _, d = c.decide(words, ready=35.0, listener_end=30.0, spoken=30.5, waited=0.0, relief=True)
+    assert d.relief  # 4.5 s: under the condensation level, still above relief_until_lag_s
+    _, d = c.decide(words, ready=35.0, listener_end=30.0, spoken=31.5, waited=0.0, relief=True)
+    assert not d.relief  # 3.5 s: the main voice again
+    _, d = c.decide(words, ready=37.0, listener_end=30.0, spoken=30.0, waited=0.5, relief=True)
+    assert not d.relief  # 7 s, but the voice did not hold the piece back
+    _, d = c.decide(words, ready=37.0, listener_end=30.0, spoken=30.0, waited=3.0, relief=True)
+    assert d.relief  # 7 s for want of the voice, which needed relief before: over the condensation level is enough
 
 
 class CheapVoice(SlowVoice):

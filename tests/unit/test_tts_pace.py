@@ -281,6 +281,8 @@ def test_shorten_pauses_cuts_inner_silences_only():
     ({"condense_lag_s": 6.0, "skip_lag_s": 5.0}, "skip lag"),
     ({"condense_lag_s": 6.0, "relief_lag_s": 5.0}, "relief lag"),
     ({"relief_lag_s": 16.0, "skip_lag_s": 15.0}, "relief lag"),
+    ({"relief_until_lag_s": 2.0}, "relief until lag"),
+    ({"relief_until_lag_s": 7.0}, "relief until lag"),
     ({"max_speed": 0.9}, "between 1 and 2.5"),
     ({"max_speed": 2.6}, "between 1 and 2.5"),
     ({"target_lag_s": -1}, "target lag must be >= 0"),
