@@ -65,9 +65,13 @@ class SpeedReport:
     voices: list[Measured] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)  # "what: why" for an engine that could not run
 
+    def base(self) -> Measured | None:
+        """whisper-base's measurement, which the verdicts are made beside (None: not measured)."""
+        return next((r for r in self.recognisers if r.engine == "whisper-base"), None)
+
     def verdicts(self) -> list[tuple[str, str]]:
         """(target language, what its listeners live through live, beside whisper-base)."""
-        base = next((r for r in self.recognisers if r.engine == "whisper-base"), None)
+        base = self.base()
         if base is None:
             return []
         rtf, step = base.live_rtf()
@@ -174,7 +178,7 @@ def print_report(report: SpeedReport, out: Any = sys.stdout) -> None:
     for what in report.failed:
         out.write(f"  could not measure {what}\n")
     verdicts = report.verdicts()
-    base = next((r for r in report.recognisers if r.engine == "whisper-base"), None)
+    base = report.base()
     if base is not None and base.live_rtf()[1]:
         out.write(f"whisper-base is slower than real time at its own step here: live it decodes less often, "
                   f"at longest every {base.longest_step_s:g} s\n")

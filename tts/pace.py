@@ -38,7 +38,6 @@ Every decision is returned as a `PaceDecision` that the TTS stage logs with the 
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -46,7 +45,7 @@ import numpy as np
 
 from speech.types import Word
 
-from .joins import FRAME_S, _frame_db
+from .condense import clauses, condense
 
 
 DEFAULT_MAX_SPEED = 1.6  # for a voice with no measured limit
@@ -251,127 +250,6 @@ class PaceController:
         for clause in clauses(words):
             self._recent_clauses.append(clause)
         self._recent_clauses = self._recent_clauses[-8:]
-
-
-# Words a listener misses least: hesitations a recogniser writes out, in the languages spoken here.
-FILLERS = frozenset({
-    "uh", "um", "uhm", "erm", "er", "ah", "eh", "hmm", "mm", "em", "ehm", "mhm", "uhh", "umm", "é", "ã", "hum",
-})
-_WORD = re.compile(r"[\w'’-]+", re.UNICODE)
-
-
-def _norm(text: str) -> str:
-    return " ".join(_WORD.findall(text.lower()))
-
-
-def clauses(words: list[Word]) -> list[str]:
-    """The normalised clauses of a run of words (split after , ; : . ! ?)."""
-    out, current = [], []
-    for w in words:
-        current.append(w.text)
-        if w.text.rstrip("\"'”’)»").endswith((",", ";", ":", ".", "!", "?")):
-            out.append(_norm(" ".join(current)))
-            current = []
-    if current:
-        out.append(_norm(" ".join(current)))
-    return [c for c in out if c]
-
-
-def condense(words: list[Word], recent_clauses: list[str], budget: int) -> tuple[list[Word], tuple[str, ...]]:
-    """Drop at most `budget` words, least missed first: fillers, a word repeated at once ("the
-    the"), then a whole clause of at least 2 words that the listener has just heard. Punctuation
-    of a dropped word moves to the word before it, so the sentence keeps its shape."""
-    kept: list[Word] = []
-    dropped: list[str] = []
-    for w in words:
-        core = _norm(w.text)
-        repeat = bool(kept) and core and _norm(kept[-1].text) == core
-        if len(dropped) < budget and core and (core in FILLERS or repeat):
-            dropped.append(w.text)
-            trail = w.text[len(w.text.rstrip(",;:.!?")):]
-            if trail and kept and not kept[-1].text.endswith(trail):
-                kept[-1] = Word(kept[-1].text.rstrip(",;:") + trail, kept[-1].start, kept[-1].end, kept[-1].probability)
-            continue
-        kept.append(w)
-    if len(dropped) < budget and recent_clauses:
-        kept, more = _drop_repeated_clauses(kept, set(recent_clauses), budget - len(dropped))
-        dropped += more
-    return kept, tuple(dropped)
-
-
-def _drop_repeated_clauses(words: list[Word], heard: set[str], budget: int) -> tuple[list[Word], list[str]]:
-    out: list[Word] = []
-    dropped: list[str] = []
-    current: list[Word] = []
-
-    def close() -> None:
-        nonlocal current
-        text = _norm(" ".join(w.text for w in current))
-        if len(current) >= 2 and text in heard and len(dropped) + len(current) <= budget and len(current) < len(words):
-            dropped.extend(w.text for w in current)
-        else:
-            out.extend(current)
-        current = []
-
-    for w in words:
-        current.append(w)
-        if w.text.rstrip("\"'”’)»").endswith((",", ";", ":", ".", "!", "?")):
-            close()
-    close()
-    return out, dropped
-
-
-def shorten_pauses(samples: np.ndarray, rate: int, pause_ms: float, silence_db: float = -50.0) -> np.ndarray:
-    """Cut every silence inside `samples` longer than `pause_ms` down to `pause_ms` (the middle of
-    the silence goes, its edges stay: the decay and the onset around it are kept)."""
-    return cut(samples, pause_cuts(samples, rate, pause_ms, silence_db))
-
-
-def pause_cuts(samples: np.ndarray, rate: int, pause_ms: float, silence_db: float = -50.0) -> list[tuple[int, int]]:
-    """The [start, end) sample ranges `shorten_pauses` removes, in order."""
-    frame = max(1, int(rate * FRAME_S))
-    db = _frame_db(samples, frame)
-    silent = db <= silence_db
-    keep_frames = int(round(pause_ms / 1000 / FRAME_S))
-    if len(silent) < 3 or keep_frames <= 0:
-        return []
-    cuts: list[tuple[int, int]] = []
-    i = 0
-    while i < len(silent):
-        if not silent[i]:
-            i += 1
-            continue
-        j = i
-        while j < len(silent) and silent[j]:
-            j += 1
-        inside = i > 0 and j < len(silent)  # leading and trailing padding is the joins' job
-        if inside and j - i > keep_frames:
-            half = keep_frames // 2
-            cuts.append(((i + half) * frame, (j - (keep_frames - half)) * frame))
-        i = j
-    return cuts
-
-
-def cut(samples: np.ndarray, cuts: list[tuple[int, int]]) -> np.ndarray:
-    """`samples` without the ranges `cuts` (ordered, disjoint)."""
-    if not cuts:
-        return samples
-    parts, pos = [], 0
-    for a, b in cuts:
-        parts.append(samples[pos:a])
-        pos = b
-    parts.append(samples[pos:])
-    return np.concatenate(parts)
-
-
-def after_cuts(position: int, cuts: list[tuple[int, int]]) -> int:
-    """Where sample `position` lands once `cuts` are removed (inside a cut: where the cut was)."""
-    removed = 0
-    for a, b in cuts:
-        if position <= a:
-            break
-        removed += min(position, b) - a
-    return position - removed
 
 
 def add_pace_arguments(parser) -> None:  # noqa: ANN001 - argparse.ArgumentParser

@@ -39,7 +39,8 @@ from speech.types import Word
 from .chunker import ChunkerConfig, SpeechPiece, TextChunker
 from .joins import JoinConfig, prepare_chunk
 from .listener import ListenerSchedule, timed_offsets
-from .pace import PaceConfig, PaceController, PaceDecision, after_cuts, cut, pause_cuts
+from .pace import PaceConfig, PaceController, PaceDecision
+from .pauses import after_cuts, cut, pause_cuts
 from .text import clean_text
 from .timescale import synthesize_at
 

@@ -15,7 +15,9 @@ from speech.eval.listener import (LAG_PARTS, heard_words, lag_parts, lag_per_min
 from speech.events import EventLog
 from speech.tts.chunker import ChunkerConfig
 from speech.tts.listener import ListenerSchedule, timed_offsets, word_offsets
-from speech.tts.pace import PaceConfig, PaceController, after_cuts, condense, pause_cuts, shorten_pauses
+from speech.tts.condense import condense
+from speech.tts.pace import PaceConfig, PaceController
+from speech.tts.pauses import after_cuts, pause_cuts, shorten_pauses
 from speech.tts.stage import TtsStage
 from speech.types import AudioChunk, TextUpdate, Word
 
