@@ -207,6 +207,9 @@ def _build(values: dict[str, Any], origins: dict[str, str]) -> Effective:
 
 def _origin(origins: dict[str, str], key: str) -> str:
     """Where `key` came from; for a mapping, also where its entries set one by one came from."""
+    while key not in origins and "." in key and not any(k.startswith(key + ".") for k in origins):
+        # an entry of a table set whole (tts_options.pace.relief_rtf): where the table came from
+        key = key.rsplit(".", 1)[0]
     found = [origins[key]] if origins.get(key, "default") != "default" else []
     found += sorted({o for k, o in origins.items() if k.startswith(key + ".") and o != "default"} - set(found))
     return ", ".join(found) or "default"
@@ -244,7 +247,10 @@ def add_device_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def toml_value(value: Any) -> str:
-    """`value` written as TOML (strings, numbers, booleans, lists, inline tables)."""
+    """`value` written as TOML (strings, numbers, booleans, lists, inline tables; None as "none",
+    which the options read back as None where a field may be None)."""
+    if value is None:
+        return '"none"'
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):

@@ -153,23 +153,28 @@ class TtsOptions:
         if self.chunker:
             from speech.tts.chunker import ChunkerConfig  # light: text rules only
 
-            _check_table("tts_options.chunker", self.chunker, ChunkerConfig)
+            object.__setattr__(self, "chunker", _check_table("tts_options.chunker", self.chunker, ChunkerConfig))
         if self.pace:
             from speech.tts.pace import PaceConfig
 
-            _check_table("tts_options.pace", self.pace, PaceConfig)
+            object.__setattr__(self, "pace", _check_table("tts_options.pace", self.pace, PaceConfig))
 
 
-def _check_table(key: str, table: dict[str, Any], cls: type) -> None:
-    """`table` must hold only fields of the dataclass `cls`, with values it accepts."""
+def _check_table(key: str, table: dict[str, Any], cls: type) -> dict[str, Any]:
+    """`table` with its values as the fields of the dataclass `cls` take them ("none" as None
+    where a field may be None); ConfigError on a key `cls` lacks or a value it refuses."""
     known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    for name in table:
+    hints = _hints(cls)
+    out = {}
+    for name, value in table.items():
         if name not in known:
             raise ConfigError(f"{key}.{name}", f"unknown key; allowed: {', '.join(sorted(known))}")
+        out[name] = _coerce(value, hints[name], f"{key}.{name}")
     try:
-        cls(**table)
+        cls(**out)
     except (TypeError, ValueError) as e:
         raise ConfigError(key, str(e)) from None
+    return out
 
 
 OPUS_APPLICATIONS = ("lowdelay", "voip", "audio")
@@ -258,6 +263,8 @@ def _coerce(value: Any, typ: Any, key: str) -> Any:
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
             return None
+        if type(None) in args and str not in args and isinstance(value, str) and value.strip().lower() == "none":
+            return None  # TOML has no null
         options = [a for a in args if a is not type(None)]
         errors = []
         for option in options:
@@ -265,7 +272,7 @@ def _coerce(value: Any, typ: Any, key: str) -> Any:
                 return _coerce(value, option, key)
             except ConfigError as e:
                 errors.append(e.allowed)
-        allowed = " or ".join(errors) + (" or null" if type(None) in args else "")
+        allowed = " or ".join(errors) + (' or "none"' if type(None) in args else "")
         raise ConfigError(key, allowed, value)
     if origin is Literal:
         if value in args:

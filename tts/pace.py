@@ -26,7 +26,11 @@ listener timeline and, for each piece about to be spoken, chooses:
    under the target lag (`relief_until_lag_s`), so every word is still heard and the main voice
    catches up. A main voice that needed relief once has shown that the machine lacks its compute,
    so from then on the relief voice takes over as soon as that voice holds a piece back above
-   `condense_lag_s`;
+   `condense_lag_s`. So it does, before any relief, for a main voice whose real-time factor is
+   above `relief_rtf` (`voice_rtf`: its synthesis time per second of its speech, judged once it
+   has spent `RTF_COMPUTE_S` synthesising): such a voice cannot keep up, and waiting for the lag
+   to pass `relief_lag_s` only makes the start of the talk the worst of it. Nor is it handed back:
+   every piece it spoke would set the listener further behind;
 5. skipping, when a piece's first word would be heard more than `skip_lag_s` after it was spoken
    (no relief voice, or even it falls behind): the piece is not spoken (its words stay in the
    translation's text), which also spares its synthesis, so the voice catches up with the talk
@@ -53,6 +57,9 @@ DEFAULT_MAX_SPEED = 1.6  # for a voice with no measured limit
 # not the recogniser or the translator, holds the listener back: only then does the relief voice help,
 # and a voice that renders window by window renders whole (its windows cost compute the voice lacks)
 VOICE_BEHIND_S = 1.0
+# the synthesis time the main voice must have spent before its real-time factor is judged: more
+# than a short piece's, and short, since a voice that slow has added about this much to the lag by then
+RTF_COMPUTE_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -85,6 +92,12 @@ class PaceConfig:
     # back at the target rather than at condense_lag_s held a 3-minute live en->pt talk on a 2-core
     # CPU too slow for Kokoro at p50 7.6 instead of 9.4 s (docs/synthesis.md)
     relief_until_lag_s: float | None = None
+    # a main voice whose real-time factor (synthesis seconds per second of its speech, measured as
+    # it speaks) is above this cannot keep up with a talk: it is relieved from condense_lag_s at
+    # once, as one that needed relief; None: only after a first relief. The translated speech of
+    # the long talks lasts 0.5-0.9 of the talk (their duration_ratio, docs/synthesis.md), so a
+    # voice above 2 falls behind any of them, whatever its lag shows yet
+    relief_rtf: float | None = 2.0
     look_ahead: bool = True  # count the words committed behind the piece (see the module doc)
     tentative: bool = True  # count the translator's tentative tail behind them too
 
@@ -117,6 +130,8 @@ class PaceConfig:
                 f"relief until lag ({self.relief_until_lag_s:g} s) must lie between the target lag "
                 f"({self.target_lag_s:g} s) and the condensation lag ({self.condense_lag_s:g} s)"
             )
+        if self.relief_rtf is not None and self.relief_rtf <= 0:
+            raise ValueError(f"relief rtf must be > 0 (synthesis seconds per second of speech), got {self.relief_rtf:g}")
         if not 0 <= self.max_condense <= 0.5:
             raise ValueError(f"max condense share must be between 0 and 0.5, got {self.max_condense:g}")
         if self.pause_ms < 0:
@@ -165,6 +180,9 @@ class PaceController:
     relieving: bool = False  # the relief voice speaks until the lag is under relief_until_lag_s (or the target)
     relieved: bool = False  # the main voice has needed the relief voice (from then on it takes over sooner)
     seconds_per_char: float | None = None  # the voice's pace at speed 1, observed (None: not yet)
+    voice_pieces: int = 0  # pieces the main voice has synthesised
+    voice_compute_s: float = 0.0  # its synthesis time, from its second piece (the first may pay a warm-up)
+    voice_audio_s: float = 0.0  # and the speech it made meanwhile
     _recent_clauses: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -194,9 +212,11 @@ class PaceController:
             return [], PaceDecision(round(self.speed, 3), lag, backlog, False, skipped=tuple(w.text for w in words),
                                     voice_behind=voice_behind)
         until = c.target_lag_s if c.relief_until_lag_s is None else c.relief_until_lag_s
-        level = c.condense_lag_s if self.relieved else c.relief_lag_s
+        level = c.condense_lag_s if self.relieved or self.overloaded else c.relief_lag_s
         self.relieving = relief and c.relief_lag_s is not None and (
-            lag > until if self.relieving else lag > level and voice_behind
+            # a voice too slow for any talk is not handed back: each piece would add (rtf - 1) times
+            # its length to the lag (docs/synthesis.md)
+            (lag > until or self.overloaded) if self.relieving else lag > level and voice_behind
         )
         self.relieved = self.relieved or self.relieving
         excess = min(max(0.0, lag - c.target_lag_s), backlog)
@@ -214,8 +234,27 @@ class PaceController:
         return words, PaceDecision(round(self.speed, 3), lag, backlog, behind, dropped, relief=self.relieving,
                                    voice_behind=voice_behind)
 
-    def observe(self, text: str, duration_s: float, speed: float) -> None:
-        """A piece was synthesised: update the voice's seconds per character at speed 1."""
+    @property
+    def voice_rtf(self) -> float | None:
+        """The main voice's synthesis seconds per second of its speech, from its second piece on;
+        None until it has spent RTF_COMPUTE_S synthesising them."""
+        if self.voice_compute_s < RTF_COMPUTE_S or self.voice_audio_s <= 0:
+            return None
+        return self.voice_compute_s / self.voice_audio_s
+
+    @property
+    def overloaded(self) -> bool:
+        """Whether the main voice is too slow to keep up with a talk (`relief_rtf`)."""
+        rtf, limit = self.voice_rtf, self.config.relief_rtf
+        return rtf is not None and limit is not None and rtf > limit
+
+    def observe(self, text: str, duration_s: float, speed: float, compute_s: float = 0.0) -> None:
+        """A piece was synthesised by the main voice in `compute_s`: update its seconds per
+        character at speed 1 and its real-time factor."""
+        self.voice_pieces += 1
+        if duration_s > 0 and self.voice_pieces > 1:
+            self.voice_compute_s += compute_s
+            self.voice_audio_s += duration_s
         chars = len(text) + 1
         if duration_s <= 0 or speed <= 0:
             return

@@ -90,6 +90,8 @@ class TtsStage:
         for i, piece in enumerate(pieces):
             seq = await self._speak(piece, timer, outbox, seq, totals, queued(pieces[i + 1:], chunker))
         totals["speed_max"] = max(totals.pop("_speeds", [1.0]))
+        if (rtf := self._pace.voice_rtf) is not None:  # the main voice's, as it spoke (tts.pace)
+            totals["voice_rtf"] = rtf
         self.log.write("stats", stage=self.name, **{k: round(v, 4) if isinstance(v, float) else v for k, v in totals.items()})
 
     async def _speak(
@@ -104,8 +106,10 @@ class TtsStage:
                                             waited=ready - piece.ready_time, relief=self.relief is not None)
         if decision.relief != relieving and not decision.skipped:
             # the relief voice takes over (the main one is too far behind) or hands back
+            rtf = self._pace.voice_rtf
             self.log.write("tts_voice", stage=self.name, voice="relief" if decision.relief else "main",
-                           lag_s=round(decision.lag_s, 3), waited_s=round(ready - piece.ready_time, 3))
+                           lag_s=round(decision.lag_s, 3), waited_s=round(ready - piece.ready_time, 3),
+                           **({} if rtf is None else {"voice_rtf": round(rtf, 3)}))
         if decision.skipped:
             totals["skipped"] += 1
             totals["words_skipped"] += len(decision.skipped)
@@ -131,8 +135,14 @@ class TtsStage:
         # a part's words, as indices of `words`; where cleaning changed the words, the last part takes them all
         indexed = len(text.split()) == len(words)
         unspoken = 0  # the first word no emitted part has spoken yet
-        while (chunk := await model_call(next, stream, None, timeout_s=self.call_timeout_s,
-                                         what=f"synthesising {text[:40]!r}")) is not None:
+        synthesis_s = 0.0  # the voice's own time, without the waits to emit (its real-time factor: tts.pace)
+        while True:
+            t1 = time.perf_counter()
+            chunk = await model_call(next, stream, None, timeout_s=self.call_timeout_s,
+                                     what=f"synthesising {text[:40]!r}")
+            synthesis_s += time.perf_counter() - t1
+            if chunk is None:
+                break
             # These samples exist now; the rest of the synthesis continues from here.
             now = timer.end()
             part.add(chunk, now)
@@ -153,8 +163,8 @@ class TtsStage:
             totals["skipped"] += 1
             self.log.write("tts_skip", stage=self.name, text=text, reason="silent synthesis")
             return seq
-        if not decision.relief:  # the pace the look-ahead predicts is the main voice's
-            self._pace.observe(text, speaking.audio_s, speed)
+        if not decision.relief:  # the pace the look-ahead predicts, and the load, are the main voice's
+            self._pace.observe(text, speaking.audio_s, speed, synthesis_s)
         return seq
 
     async def _emit(self, part: _Part, speaking: _Speaking, outbox: Channel[AudioChunk], seq: int, totals: dict,

@@ -366,6 +366,8 @@ class LiveSession:
                            "lag": rec.get("lag_s")}, target=target)
         elif kind == "stats":
             self.stats.compute(rec.get("compute_s"))
+            if stage == "tts" and rec.get("voice_rtf") is not None:
+                self.stats.voice_rtf(target, float(rec["voice_rtf"]))
         elif kind == "language" and rec.get("detected"):  # told from the first speech: everyone hears of it
             self.spoken = rec["detected"]
             event = {"type": "language", "source": self.spoken, "probability": rec.get("probability"),

@@ -41,6 +41,11 @@ class SessionStats:
         if target in self.per_target:
             self.per_target[target]["unspoken"] += words
 
+    def voice_rtf(self, target: str | None, rtf: float) -> None:
+        """The main voice's synthesis seconds per second of its speech (tts.pace)."""
+        if target in self.per_target:
+            self.per_target[target]["voice_rtf"] = round(rtf, 3)
+
     def audio_out(self, target: str, seconds: float) -> None:
         self.audio_out_s += seconds
         self.frames_out += 1
@@ -78,7 +83,7 @@ class SessionStats:
                     "synthesis_lag_p50": _pct(b.get("listener_lags", []), 50),
                     "synthesis_lag_p90": _pct(b.get("listener_lags", []), 90),
                     "audio_frames_out": b["frames"], "words_unspoken": b["unspoken"],
-                    "words_relief": b["relief"]}
+                    "words_relief": b["relief"], "voice_rtf": b.get("voice_rtf")}
                 for t, b in self.per_target.items()
             },
             "compute_s": round(self.compute_s, 4),

@@ -65,7 +65,7 @@ def test_events_from_updates():
     (lambda: speech.serve(server={"port": 1}), "server"),
     (lambda: speech.AsrOptions(update_s=0), "asr_options.update_s"),
     (lambda: speech.MtOptions(device="gpu"), "mt_options.device"),
-    (lambda: speech.TtsOptions(chunker={"max_words": "many"}), "tts_options.chunker"),
+    (lambda: speech.TtsOptions(chunker={"max_words": "many"}), "tts_options.chunker.max_words"),
     (lambda: speech.CodecOptions(frame_ms=1), "codec_options.frame_ms"),
     (lambda: speech.ServerOptions(port=-1), "server.port"),
 ])

@@ -57,6 +57,7 @@ def test_a_flag_given_with_its_default_value_still_wins(tmp_path):
     ("asr_options = 3\n", ["asr_options", "table"]),
     ("codec_rate =\n", ["not valid TOML"]),
     ("extra = {}\n", ["extra", "unknown key"]),
+    ("[tts_options.pace]\nrelief_rtf = \"fast\"\n", ["tts_options.pace.relief_rtf", 'a number or "none"']),
 ])
 def test_bad_files_are_one_line_naming_file_and_key(tmp_path, text, words, capsys):
     f = write(tmp_path, text)
@@ -91,6 +92,18 @@ def test_show_prints_a_file_that_loads_back_to_the_same_configuration(tmp_path, 
     again = write(tmp_path, out, "again.toml")
     back = effective_for("translate", ["--config", str(again)])
     assert back.config == effective_for("translate", ["--config", str(f), "--target", "de"]).config
+
+
+def test_a_level_switched_off_is_none_in_the_file_and_in_what_show_prints(tmp_path, capsys):
+    """TOML has no null: "none" switches off a level that may be None, and show writes it back so."""
+    f = write(tmp_path, '[tts_options.pace]\nrelief_rtf = "none"\nskip_lag_s = "None"\n')
+    pace = effective_for("serve", ["--config", str(f)]).config.tts_options.pace
+    assert pace == {"relief_rtf": None, "skip_lag_s": None}
+    assert main(["config", "show", "serve", "--config", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert 'pace = {relief_rtf = "none", skip_lag_s = "none"}' in out
+    again = write(tmp_path, out, "again.toml")
+    assert effective_for("serve", ["--config", str(again)]).config.tts_options.pace == pace
 
 
 def test_show_json_and_serve_table(capsys):

@@ -104,7 +104,7 @@ def test_words_the_relief_voice_speaks_are_marked_for_the_client_and_counted_in_
     assert [e["text"] for e in synthesis if e.get("voice") == "relief"] == ["W1", "W3", "W5"]
     assert len(synthesis) == 6 and not [e for e in res.events if e["type"] == "unspoken"]
     target = res.done["summary"]["targets"]["es-relief"]
-    assert target["words_relief"] == 3 and target["words_unspoken"] == 0
+    assert target["words_relief"] == 3 and target["words_unspoken"] == 0 and target["voice_rtf"] == 2.5
     assert metrics["words_voice_behind"] == {"relief": 3, "unspoken": 0}
 
 

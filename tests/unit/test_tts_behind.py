@@ -102,6 +102,62 @@ def test_a_voice_relieved_once_is_relieved_sooner_and_until_the_level_asked():
     assert d.relief  # 7 s for want of the voice, which needed relief before: over the condensation level is enough
 
 
+def test_a_voice_too_slow_for_any_talk_is_relieved_from_the_condensation_level_before_any_relief():
+    words = [Word("a"), Word("b")]
+
+    def controller(relief_rtf, *compute_s):
+        c = PaceController(PaceConfig(relief_lag_s=10.0, condense_lag_s=6.0, skip_lag_s=15.0, relief_rtf=relief_rtf))
+        c.observe("a b", duration_s=1.0, speed=1.0, compute_s=30.0)  # the first piece: a warm-up, not counted
+        for seconds in compute_s:
+            c.observe("a b", duration_s=1.0, speed=1.0, compute_s=seconds)  # a second of speech each
+        return c
+
+    def relieved_at_7_s(c):
+        return c.decide(words, ready=37.0, listener_end=30.0, spoken=30.0, waited=3.0, relief=True)[1].relief
+
+    heavy = controller(2.0, 2.5, 2.5)  # 5 s of synthesis for 2 s of speech
+    assert heavy.voice_rtf == pytest.approx(2.5) and heavy.overloaded
+    assert relieved_at_7_s(heavy)  # 7 s behind for want of a voice too slow for a talk: no wait for 10 s
+    _, d = heavy.decide(words, ready=32.0, listener_end=30.0, spoken=31.0, waited=0.0, relief=True)
+    assert d.relief  # 1 s behind: a voice too slow for a talk is not handed back
+    assert not relieved_at_7_s(controller(2.0, 1.8, 1.8))  # slow, but a talk with pauses gives it time
+    short = controller(2.0, 1.9)  # too slow, but judged on less than RTF_COMPUTE_S of synthesis
+    assert short.voice_rtf is None and not relieved_at_7_s(short)
+    assert not relieved_at_7_s(controller(None, 2.5, 2.5))  # not judged
+    with pytest.raises(ValueError, match="relief rtf"):
+        PaceConfig(relief_rtf=0.0)
+
+
+def test_a_voice_too_slow_for_any_talk_is_relieved_sooner_and_for_good(monkeypatch):
+    """A voice that needs 1.25 s of compute per word (0.3-0.5 s of speech): judged by its real-time
+    factor, the relief voice takes over between the condensation and relief levels, logs the factor
+    it acted on and speaks to the end; judged by its lag alone, from 10 s until under the target."""
+    import speech.clock
+    import speech.tts.stage
+
+    counter = [0.0]
+    fake_time = type("T", (), {"perf_counter": staticmethod(lambda: counter[0])})
+    monkeypatch.setattr(speech.clock, "time", fake_time)
+    monkeypatch.setattr(speech.tts.stage, "time", fake_time)
+
+    def switches(relief_rtf):
+        records, _, _ = asyncio.run(run(talk(60, 2.0), PaceConfig(max_speed=1.6, relief_rtf=relief_rtf),
+                                        ComputeBoundVoice(counter, 1.25), relief=CheapVoice()))
+        switched = [r for r in records if r["kind"] == "tts_voice"]
+        lags = [w.lag for w in heard_words([r for r in records if r["kind"] == "audio"])]
+        stats = next(r for r in records if r["kind"] == "stats")
+        return switched, max(lags), stats
+
+    judged, judged_worst, stats = switches(2.0)
+    assert judged[0]["voice"] == "relief" and 6.0 < judged[0]["lag_s"] < 10.0 and judged[0]["voice_rtf"] > 2.0
+    assert 2.5 <= stats["voice_rtf"] <= 4.0  # 1.25 s per word of 0.5 s at speed 1, 0.3125 s at 1.6
+    assert len(judged) == 1  # not handed back: each piece would put the listener further behind
+    waited, waited_worst, _ = switches(None)
+    assert waited[0]["voice"] == "relief" and waited[0]["lag_s"] > 10.0
+    assert [r["voice"] for r in waited][:2] == ["relief", "main"]  # handed back under the target lag
+    assert judged_worst < waited_worst
+
+
 class CheapVoice(SlowVoice):
     """SlowVoice at another sample rate, synthesising at no compute: a relief voice."""
 
@@ -125,8 +181,9 @@ def test_a_relief_voice_keeps_every_word_heard_when_the_main_voice_is_slower_tha
     monkeypatch.setattr(speech.clock, "time", fake_time)
     monkeypatch.setattr(speech.tts.stage, "time", fake_time)
     relief = CheapVoice()
-    records, chunks, _ = asyncio.run(run(talk(60, 2.0), PaceConfig(max_speed=1.6), ComputeBoundVoice(counter, 1.0),
-                                         relief=relief))
+    # not judged by its real-time factor (2-3.2), which would keep the relief voice to the end (below)
+    records, chunks, _ = asyncio.run(run(talk(60, 2.0), PaceConfig(max_speed=1.6, relief_rtf=None),
+                                         ComputeBoundVoice(counter, 1.0), relief=relief))
     audio = [r for r in records if r["kind"] == "audio"]
     lags = [w.lag for w in heard_words(audio)]
     assert max(lags) < 10.0 + 4 * 1.0 + 2.5  # the relief level, one piece's compute and its speech
