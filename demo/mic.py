@@ -291,7 +291,8 @@ async def _main(args: argparse.Namespace) -> int:
     print(f"{spoken:.1f} s of translated speech", file=sys.stderr)
     from ..tts.stage import fell_behind
 
-    if note := fell_behind(tts_stats.get("words_relief", 0), tts_stats.get("words_skipped", 0)):
+    if note := fell_behind(tts_stats.get("words_relief", 0), tts_stats.get("words_skipped", 0),
+                           tts_stats.get("voice_rtf")):
         print(note, file=sys.stderr)
     if dropped[0]:
         print(f"dropped {dropped[0]:.1f} s of microphone audio: the pipeline fell behind "

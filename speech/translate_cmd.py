@@ -303,7 +303,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"the listener hears the first word {heard['StartOffset']:.2f} s after the speaker began and the "
                       f"last {heard['EndOffset']:.2f} s after the speaker stopped{lags}")
             stats = next((r for r in records if r.get("kind") == "stats" and r.get("stage") == "tts"), {})
-            if note := fell_behind(stats.get("words_relief", 0), stats.get("words_skipped", 0)):
+            if note := fell_behind(stats.get("words_relief", 0), stats.get("words_skipped", 0), stats.get("voice_rtf")):
                 print(note)
             label = "spoken" if len(targets) == 1 else f"spoken ({target})"
             print(f"{label}: {result.text or nothing_heard(args.input, result.peak)}", file=sys.stdout)

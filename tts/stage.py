@@ -265,11 +265,13 @@ class _Part:
             self.marks.setdefault(w, t)
 
 
-def fell_behind(relief_words: int, unspoken_words: int) -> str:
-    """One line for a user whose voice could not say every word in time ("" when it could)."""
+def fell_behind(relief_words: int, unspoken_words: int, rtf: float | None = None) -> str:
+    """One line for a user whose voice could not say every word in time ("" when it could);
+    `rtf`: the voice's synthesis seconds per second of its speech (the stage's `voice_rtf`)."""
     if not relief_words and not unspoken_words:
         return ""
-    return (f"the voice fell behind the talk: {relief_words} words spoken by the relief voice, "
+    speed = f" (it took {rtf:.1f} s to synthesise each second of speech)" if rtf is not None else ""
+    return (f"the voice fell behind the talk{speed}: {relief_words} words spoken by the relief voice, "
             f"{unspoken_words} not spoken (try a lighter --voice)")
 
 

@@ -158,6 +158,15 @@ def test_a_voice_too_slow_for_any_talk_is_relieved_sooner_and_for_good(monkeypat
     assert judged_worst < waited_worst
 
 
+def test_the_user_is_told_how_far_behind_the_voice_fell_and_how_slow_it_was():
+    from speech.tts.stage import fell_behind
+
+    assert fell_behind(0, 0, 4.6) == ""  # every word in the voice's own time
+    line = fell_behind(436, 0, 4.63)
+    assert "436 words spoken by the relief voice" in line and "4.6 s to synthesise each second" in line
+    assert "synthesise" not in fell_behind(0, 3) and "3 not spoken" in fell_behind(0, 3)
+
+
 class CheapVoice(SlowVoice):
     """SlowVoice at another sample rate, synthesising at no compute: a relief voice."""
 
