@@ -163,7 +163,7 @@ class TtsStage:
             totals["skipped"] += 1
             self.log.write("tts_skip", stage=self.name, text=text, reason="silent synthesis")
             return seq
-        if not decision.relief:  # the pace the look-ahead predicts, and the load, are the main voice's
+        if not decision.relief:  # the pace the look-ahead predicts, and the real-time factor, are the main voice's
             self._pace.observe(text, speaking.audio_s, speed, synthesis_s)
         return seq
 
