@@ -168,8 +168,10 @@ def summarise(pair: str, control: str, records: list[dict], asr_records: list[di
         "words_spoken": spoken,
         # whole pieces not spoken because the voice fell more than skip_lag_s behind (tts.pace)
         "words_unspoken": stats.get("words_skipped", 0),
-        # words the relief voice spoke while the main one was more than relief_lag_s behind (tts.pace)
+        # words the relief voice spoke while the main one was too far behind (tts.pace)
         "words_relief": stats.get("words_relief", 0),
+        # the main voice's synthesis seconds per second of its speech (None: under 2 s of synthesis)
+        "voice_rtf": r3(stats.get("voice_rtf")),
         # where the lag goes (speech.eval.listener.LAG_PARTS), over every word and over the slowest tenth
         "lag_parts_s": {k: r3(v) for k, v in lag_parts(audio).items()},
         "lag_parts_s_above_p90": {k: r3(v) for k, v in lag_parts(audio, p90).items()},
