@@ -163,18 +163,13 @@ class TtsOptions:
 def _check_table(key: str, table: dict[str, Any], cls: type) -> dict[str, Any]:
     """`table` with its values as the fields of the dataclass `cls` take them ("none" as None
     where a field may be None); ConfigError on a key `cls` lacks or a value it refuses."""
-    known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    hints = _hints(cls)
-    out = {}
-    for name, value in table.items():
-        if name not in known:
-            raise ConfigError(f"{key}.{name}", f"unknown key; allowed: {', '.join(sorted(known))}")
-        out[name] = _coerce(value, hints[name], f"{key}.{name}")
     try:
-        cls(**out)
-    except (TypeError, ValueError) as e:
+        checked = from_mapping(cls, table, f"{key}.")
+    except ConfigError:
+        raise
+    except (TypeError, ValueError) as e:  # a check of `cls` itself (a range, an order of levels)
         raise ConfigError(key, str(e)) from None
-    return out
+    return {name: getattr(checked, name) for name in table}
 
 
 OPUS_APPLICATIONS = ("lowdelay", "voip", "audio")
