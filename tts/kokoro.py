@@ -31,7 +31,7 @@ import numpy as np
 from speech.errors import UserError
 from speech.types import AudioChunk
 
-from .kokoro_windows import SPLIT_VERSION, WindowConfig, WindowedDecoder, plan, split_graph, word_frames
+from .kokoro_windows import SPLIT_VERSION, WindowConfig, WindowedDecoder, plan, speech_span, split_graph, word_frames
 from .respell import galician_for_spanish
 from .text import clean_text
 from .timescale import time_stretch
@@ -50,6 +50,7 @@ _TIED = sorted({"a^ɪ": "I", "a^ʊ": "W", "d^z": "ʣ", "d^ʒ": "ʤ", "e^ɪ": "A"
                 "s^s": "S", "t^s": "ʦ", "t^ʃ": "ʧ", "ɔ^ɪ": "Y"}.items())
 _CLAUSE = re.compile(r"(?<=[,.;:!?…])\s+")
 _MARKS = ",.;:!?…"
+_SILENT = _MARKS + " —–-\"'«»“”()"  # symbols Kokoro hears as pauses or word breaks, not as sounds
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,9 @@ class KokoroConfig:
     # a piece is rendered whole when the listener will hear earlier speech for longer than this
     # many times the whole piece's predicted decoding time (0: always window by window)
     whole_margin: float = 1.2
+    # frames (25 ms each) of the padding's and the final punctuation's silence decoded either side
+    # of a piece's phonemes (the rest is not decoded: the stage trims it); 1000: every frame
+    edge_frames: int = 3
 
 
 class KokoroModel:
@@ -101,6 +105,7 @@ class KokoroModel:
                 onnxruntime.InferenceSession(str(part), sess_options=options, providers=["CPUExecutionProvider"])
                 for part in split)
         self.vocab: dict[str, int] = json.loads(files.vocab.read_text(encoding="utf-8"))["vocab"]
+        self.silent = {self.vocab[c] for c in _SILENT if c in self.vocab}
         # the decoder's seconds per frame on this machine, as it runs (beside whatever else runs):
         # a moving average over its calls, which predicts a whole piece's decoding time
         self.decode_s_per_frame: float | None = None
@@ -118,11 +123,12 @@ class KokoroModel:
 
     def stream(self, tokens: list[int], style: np.ndarray, speed: float, windows: WindowConfig = WindowConfig(0.0),
                first_tokens: list[int] | None = None, whole_within_s: float | None = None,
-               ) -> Iterator[tuple[np.ndarray, int]]:
+               edge_frames: int | None = None) -> Iterator[tuple[np.ndarray, int]]:
         """The piece's samples window by window, each with the number of words spoken so far
         (`first_tokens`: each word's first token in `tokens`; None: one window, the whole piece).
         `whole_within_s`: one window all the same where the whole piece is predicted to decode
-        within that many seconds."""
+        within that many seconds. `edge_frames`: decode only the piece's phonemes and this many
+        frames either side (`speech_span`); None: every frame, the whole graph's output."""
         if not tokens:
             return
         feed = {"tokens": np.array([[0, *tokens, 0]], dtype=np.int64),
@@ -132,9 +138,15 @@ class KokoroModel:
             yield np.asarray(self.session.run(None, feed)[0], np.float32).ravel(), len(first_tokens or ())
             return
         *features, alignment = self.encoder.run(None, feed)
-        frames = features[0].shape[2]
-        if first_tokens:  # +1: the padding token before the piece
-            cuts = plan(frames, word_frames(alignment, [t + 1 for t in first_tokens]), windows)
+        # rows of the alignment: the padding token, then `tokens` (+1), then the padding token
+        spoken = [i for i, t in enumerate(tokens, start=1) if t not in self.silent]
+        lo, hi = speech_span(alignment, spoken, edge_frames)
+        text, f0, energy = features
+        features = [text[:, :, lo:hi], f0[:, 2 * lo:2 * hi], energy[:, 2 * lo:2 * hi]]
+        frames = hi - lo
+        if first_tokens:
+            starts = [max(0, f - lo) for f in word_frames(alignment, [t + 1 for t in first_tokens])]
+            cuts = plan(frames, starts, windows)
         else:
             cuts = [(0, frames, 0)]
         if (len(cuts) > 1 and whole_within_s is not None and self.decode_s_per_frame is not None
@@ -228,6 +240,9 @@ class KokoroSynthesizer:
             raise UserError(f"Kokoro's window_s / window_growth: {e}") from None
         if config.whole_margin < 0:
             raise UserError(f"Kokoro's whole_margin must be >= 0 (0: always window by window), got {config.whole_margin:g}")
+        if not isinstance(config.edge_frames, int) or config.edge_frames < 0:
+            raise UserError(f"Kokoro's edge_frames must be a whole number >= 0 (1000: decode every frame), "
+                            f"got {config.edge_frames!r}")
         self.config = config
         self.max_speed = self.MAX_SPEED[config.faster]
         self.sample_rate = SAMPLE_RATE
@@ -299,7 +314,8 @@ class KokoroSynthesizer:
             within = None  # a later call has the audio of the calls before it as slack too
             if slack_s is not None and self.config.whole_margin > 0:
                 within = (slack_s + offset / SAMPLE_RATE - (time.perf_counter() - began)) / self.config.whole_margin
-            for samples, spoken in self._model.stream(self._model.tokens(ipa), self._style, own, windows, first, within):
+            for samples, spoken in self._model.stream(self._model.tokens(ipa), self._style, own, windows, first, within,
+                                                      self.config.edge_frames):
                 samples = samples * np.float32(self.config.gain)
                 if own != speed:
                     samples = time_stretch(samples, SAMPLE_RATE, speed)

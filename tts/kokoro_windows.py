@@ -86,6 +86,24 @@ def word_frames(alignment: np.ndarray, first_tokens: list[int]) -> list[int]:
     return [int(np.searchsorted(per_frame, t)) for t in first_tokens]
 
 
+def speech_span(alignment: np.ndarray, spoken_rows: list[int], edge_frames: int | None) -> tuple[int, int]:
+    """The frames [lo, hi) worth decoding: from `edge_frames` before the first spoken token's first
+    frame to `edge_frames` after the last one's last frame (`spoken_rows`: the rows of the
+    alignment, tokens x frames, that are phonemes, not padding or punctuation). The padding tokens
+    and a piece's final punctuation take 15-25 frames of silence that the TTS stage trims anyway,
+    and the decoder's time is linear in frames; `edge_frames` of that silence stay as the
+    convolutions' context. None, or no spoken row: every frame."""
+    frames = int(np.shape(alignment)[-1])
+    if edge_frames is None or not spoken_rows:
+        return 0, frames
+    per_frame = np.maximum.accumulate(np.asarray(alignment).reshape(np.shape(alignment)[-2], -1).argmax(axis=0))
+    first = int(np.searchsorted(per_frame, min(spoken_rows)))
+    last = int(np.searchsorted(per_frame, max(spoken_rows), side="right"))
+    if last <= first:
+        return 0, frames
+    return max(0, first - edge_frames), min(frames, last + edge_frames)
+
+
 def plan(frames: int, starts: list[int], config: WindowConfig) -> list[tuple[int, int, int]]:
     """Windows (a, b, j) over `frames` frames: frames [a, b), speaking the words before word j;
     cut only where a word begins (`starts`, a frame per word), the first at least config.first_s

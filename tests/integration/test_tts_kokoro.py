@@ -151,6 +151,21 @@ def test_a_long_piece_is_rendered_window_by_window_close_to_whole(registry):
     assert [c.part for c in windowed.synthesize("O hospital.")] == [(0, 2)]
 
 
+def test_the_silence_around_a_piece_is_not_decoded(registry):
+    from speech.tts.joins import trim_padding
+    from speech.tts.kokoro import KokoroConfig, create
+
+    every = np.concatenate([c.samples for c in create(KokoroConfig(edge_frames=1000), registry).synthesize(PT)])
+    spoken = np.concatenate([c.samples for c in create(KokoroConfig(), registry).synthesize(PT)])
+    # the padding token before the piece alone is about 15 frames (600 samples each), of which 3 stay
+    assert len(every) - len(spoken) >= 12 * 600
+    # what the stage keeps of it (its padding trimmed) is the same speech
+    a, b = trim_padding(every, 24000), trim_padding(spoken, 24000)
+    assert abs(len(a) - len(b)) < 0.1 * 24000
+    n = min(len(a), len(b))
+    assert _log_spectral_distance(a[:n], b[:n]) < 4.5
+
+
 def test_a_piece_the_listener_will_not_wait_for_is_rendered_whole(registry):
     from speech.tts.kokoro import KokoroConfig, create
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from speech.tts.kokoro_windows import WindowConfig, plan, word_frames
+from speech.tts.kokoro_windows import WindowConfig, plan, speech_span, word_frames
 
 
 def test_windows_end_where_words_begin_and_grow():
@@ -33,6 +33,17 @@ def test_word_frames_follow_the_alignment():
     per_frame = [0, 0, 1, 1, 1, 2, 3, 3, 3, 3]
     alignment = np.eye(4)[per_frame].T
     assert word_frames(alignment, [1, 3]) == [2, 6]
+
+
+def test_only_the_phonemes_and_a_few_frames_either_side_are_decoded():
+    # rows: padding 15 frames, "a" 5, space 1, "b" 6, "," 8, padding 1 (36 frames)
+    per_frame = [0] * 15 + [1] * 5 + [2] + [3] * 6 + [4] * 8 + [5]
+    alignment = np.eye(6)[per_frame].T
+    assert speech_span(alignment, [1, 3], 3) == (12, 30)  # frames 15-26 spoken, 3 either side
+    assert speech_span(alignment, [1, 3], 0) == (15, 27)
+    assert speech_span(alignment, [1, 3], 20) == (0, 36)  # never past the piece
+    assert speech_span(alignment, [1, 3], None) == (0, 36)  # None: every frame
+    assert speech_span(alignment, [], 3) == (0, 36)  # nothing spoken: every frame
 
 
 @pytest.mark.parametrize("kwargs", [dict(first_s=-1), dict(growth=0.5), dict(context_frames=0),
@@ -63,3 +74,6 @@ def test_kokoro_refuses_window_options_out_of_range_by_name():
             KokoroSynthesizer(KokoroConfig(faster="model", **bad), model, espeak=None)
     with pytest.raises(UserError, match="whole_margin must be >= 0"):
         KokoroSynthesizer(KokoroConfig(faster="model", whole_margin=-1), model, espeak=None)
+    for bad in (-1, "none", 2.5):
+        with pytest.raises(UserError, match="edge_frames must be a whole number >= 0"):
+            KokoroSynthesizer(KokoroConfig(faster="model", edge_frames=bad), model, espeak=None)
