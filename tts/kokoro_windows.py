@@ -82,8 +82,13 @@ def split_graph(model):  # noqa: ANN001, ANN201
 def word_frames(alignment: np.ndarray, first_tokens: list[int]) -> list[int]:
     """The frame at which each word begins, from the alignment (tokens x frames, one token a frame)
     and each word's first token."""
-    per_frame = np.maximum.accumulate(np.asarray(alignment).reshape(np.shape(alignment)[-2], -1).argmax(axis=0))
+    per_frame = token_per_frame(alignment)
     return [int(np.searchsorted(per_frame, t)) for t in first_tokens]
+
+
+def token_per_frame(alignment: np.ndarray) -> np.ndarray:
+    """The token each frame speaks, never decreasing, from the alignment (tokens x frames)."""
+    return np.maximum.accumulate(np.asarray(alignment).reshape(np.shape(alignment)[-2], -1).argmax(axis=0))
 
 
 def speech_span(alignment: np.ndarray, spoken_rows: list[int], edge_frames: int | None) -> tuple[int, int]:
@@ -96,7 +101,7 @@ def speech_span(alignment: np.ndarray, spoken_rows: list[int], edge_frames: int 
     frames = int(np.shape(alignment)[-1])
     if edge_frames is None or not spoken_rows:
         return 0, frames
-    per_frame = np.maximum.accumulate(np.asarray(alignment).reshape(np.shape(alignment)[-2], -1).argmax(axis=0))
+    per_frame = token_per_frame(alignment)
     first = int(np.searchsorted(per_frame, min(spoken_rows)))
     last = int(np.searchsorted(per_frame, max(spoken_rows), side="right"))
     if last <= first:
