@@ -4,7 +4,9 @@ Each class is a frozen dataclass checked when it is made: a value of the wrong t
 raises `speech.errors.ConfigError` naming the key (dotted, as in a configuration file) and what is
 allowed. A mapping (a TOML table, a JSON object) becomes the dataclass through `from_mapping`, which
 also rejects unknown keys. Engine options (`engine`) are checked against the chosen engine's own
-typed configuration when the stage is built, since which engine runs is known only then.
+typed configuration when the stage is built, since which engine runs is known only then: the
+registry passes them through `from_mapping` too (`"none"` for an optional field, a bad value named
+as `synthesizer kokoro.window_s`).
 
 This module imports nothing heavy: `import speech` must stay cheap.
 """

@@ -74,7 +74,9 @@ class Registry:
         if unknown:
             raise OptionError(f"{kind} {name}", f"options: {sorted(known)}",
                               message=f"{kind} {name!r} has no option(s) {sorted(unknown)}; options: {sorted(known)}")
-        return cls(**overrides)
+        from .options import from_mapping  # values as their fields' types: "none", "0.5" and bad values named
+
+        return from_mapping(cls, overrides, f"{kind} {name}.")
 
     def option_names(self, kind: str, name: str) -> set[str]:
         """The fields of a backend's config dataclass (empty when it takes no options)."""

@@ -153,7 +153,9 @@ def tts_options(registry, target: str, voice: str, items: list[str]) -> dict:  #
     if ("synthesizer", name) not in registry.specs:
         return options  # an unknown --voice: create_synthesizer says which voices there are
     known = {f.name for f in dataclasses.fields(registry.config("synthesizer", name))}
-    return {k: v for k, v in options.items() if k in known}
+    mine = {k: v for k, v in options.items() if k in known}
+    registry.config("synthesizer", name, **mine)  # a bad value is refused before any clip, not once per clip
+    return mine
 
 
 def bench_config(args: argparse.Namespace, source: str, target: str):  # noqa: ANN201

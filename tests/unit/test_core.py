@@ -90,3 +90,16 @@ def test_registry_is_lazy_and_lists_alternatives():
     assert reg.shared("k", lambda: calls.append(1) or "model") == "model"
     assert calls == [1]
     assert reg.available("thing", "fake")
+
+
+def test_registry_options_take_their_fields_types_and_bad_values_are_named():
+    from speech.errors import ConfigError
+
+    reg = Registry()
+    reg.register(BackendSpec("thing", "fake", "tests.unit.fake_backend:make", "tests.unit.fake_backend:FakeConfig"))
+    # what `--tts-set` and `[tts_options.engine]` pass: parsed text, as the field's type
+    assert reg.create("thing", "fake", size=2) == ("made", 2)
+    with pytest.raises(ConfigError, match=r"thing fake\.size: expected a whole number, got 'big'"):
+        reg.create("thing", "fake", size="big")  # not a TypeError deep inside the engine
+    with pytest.raises(ConfigError, match="expected a whole number, got True"):
+        reg.config("thing", "fake", size=True)

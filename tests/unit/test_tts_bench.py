@@ -159,6 +159,8 @@ def test_tts_set_reaches_only_the_synthesiser_that_knows_the_option():
     with pytest.raises(UserError, match="'konsonants' .* not one of"):  # before any clip is synthesised
         tts_options(registry, "pt", "espeak", ["attributes=konsonants 1"])
     assert tts_options(registry, "pt", "espeak", ["attributes=flutter 0"]) == {"attributes": "flutter 0"}
+    with pytest.raises(UserError, match=r"synthesizer espeak\.treble_db: expected a number, got 'loud'"):
+        tts_options(registry, "pt", "espeak", ["treble_db=loud"])  # before any clip, not once per clip
 
 
 def test_a_voice_that_does_not_speak_a_pair_target_is_refused_before_any_clip():
