@@ -62,12 +62,25 @@ def render_s2st(data: Any) -> list[str]:
         out.append(f"| {r['pair']} | {_f(r.get('start_offset_s'))} s | {_f(r.get('end_offset_s'))} s | "
                    f"{_f(r.get('listener_lag_p50_s'))} / {_f(r.get('listener_lag_p90_s'))} s | "
                    f"{_f(r.get('roundtrip_wer'), 1, 100, ' %')} | {'yes' if r.get('realtime_ok') else 'no'} |")
+    parted = [r for r in _rows(data) if r.get("start_parts_s")]
+    if parted:
+        from .eval.listener import START_PARTS
+
+        out += ["", "Where the StartOffset goes (mean seconds over the clips; they add up to it; "
+                "[evaluation.md](evaluation.md#where-the-first-audio-goes)):", "",
+                "| pair | " + " | ".join(START_TITLES.get(p, p) for p in START_PARTS) + " |",
+                "| --- |" + " --- |" * len(START_PARTS)]
+        for r in parted:
+            out.append(f"| {r['pair']} | " + " | ".join(f"{_f(r['start_parts_s'].get(p))} s" for p in START_PARTS) + " |")
     return out
 
 
 # The column titles of speech.eval.listener.LAG_PARTS, as docs/synthesis.md names them.
 PART_TITLES = {"committed": "until committed", "synthesis": "until the first sample",
                "queue": "behind earlier speech", "in_chunk": "place in the chunk"}
+# and of START_PARTS, as docs/evaluation.md names them
+START_TITLES = {"recognizer": "onset to the recogniser's commit", "translator": "to the translator's",
+                "chunker": "the chunker's wait", "synthesis": "to the first sample"}
 
 
 def render_long(data: Any) -> list[str]:

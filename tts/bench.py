@@ -171,7 +171,7 @@ def run_pair(registry, pair: str, clips: list[dict], args) -> PairResult:
     from speech.progress import Progress
     from speech.translate_cmd import translate_file
 
-    from speech.eval.listener import heard_words, listener_latency
+    from speech.eval.listener import heard_words, listener_latency, start_parts
 
     from .joins import measure_joins
     from .roundtrip import roundtrip, score, through_codec
@@ -224,6 +224,7 @@ def run_pair(registry, pair: str, clips: list[dict], args) -> PairResult:
             if audio:
                 heard = listener_latency(records, duration)
                 result.start_offsets.append(heard["StartOffset"])
+                result.start_parts.append(start_parts(records))
                 result.end_offsets.append(heard["EndOffset"])
                 result.lags += [w.lag for w in heard_words(audio) if w.lag is not None]
                 # the sink's chunks are the stage's (one boundary fewer) unless two shared a wall time
@@ -295,7 +296,9 @@ def run(args: argparse.Namespace) -> int:
         for r in results:
             print(f"{r['pair']}: {r['clips']} clips  ttfa p50 {r['ttfa_p50_ms']} ms p90 {r['ttfa_p90_ms']} ms "
                   f"(per chunk {r['chunk_ttfa_p50_ms']}/{r['chunk_ttfa_p90_ms']} ms)  "
-                  f"tts rtf {r['tts_rtf']}  start {r['start_offset_s']} s end {r['end_offset_s']} s  "
+                  f"tts rtf {r['tts_rtf']}  start {r['start_offset_s']} s "
+                  f"({', '.join(f'{k} {v}' for k, v in r['start_parts_s'].items()) or 'parts unknown'}) "
+                  f"end {r['end_offset_s']} s  "
                   f"realtime {'ok' if r['realtime_ok'] else 'NOT ok'} {r['stage_rtf_max']}  "
                   f"round-trip WER pcm16 {r['roundtrip_wer']} opus24k {r['roundtrip_wer_opus24k']}  "
                   f"joins {r['joins']} max gap {r['join_max_gap_ms']} ms >50ms {r['join_gaps_over_50ms']} "

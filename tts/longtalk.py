@@ -132,7 +132,7 @@ CONTROL_SETTINGS = {
 def summarise(pair: str, control: str, records: list[dict], asr_records: list[dict], talk: Talk) -> dict:
     """The long-talk figures of one pair and control setting (see the module doc)."""
     from speech.eval.listener import (audio_records, heard_words, lag_parts, lag_per_minute, lag_slope,
-                                      listener_latency)
+                                      listener_latency, start_parts)
     from speech.stats import percentile
 
     audio = audio_records(records)
@@ -175,6 +175,8 @@ def summarise(pair: str, control: str, records: list[dict], asr_records: list[di
         # where the lag goes (speech.eval.listener.LAG_PARTS), over every word and over the slowest tenth
         "lag_parts_s": {k: r3(v) for k, v in lag_parts(audio).items()},
         "lag_parts_s_above_p90": {k: r3(v) for k, v in lag_parts(audio, p90).items()},
+        # where the talk's StartOffset goes (speech.eval.listener.START_PARTS)
+        "start_parts_s": {k: r3(v) for k, v in start_parts(asr_records + records).items()},
         # the same on the computation-unaware timeline (deterministic: no compute time counted)
         "listener_lag_p90_s_cu": r3(percentile(cu_lags, 90)),
         "listener_lag_p90_s_per_minute_cu": [r3(m["p90"]) for m in lag_per_minute(cu_words)],

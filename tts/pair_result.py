@@ -22,6 +22,7 @@ class PairResult:
     tts_compute_s: float = 0.0
     tts_audio_s: float = 0.0
     start_offsets: list[float] = field(default_factory=list)
+    start_parts: list[dict[str, float]] = field(default_factory=list)  # per clip: where its StartOffset went
     end_offsets: list[float] = field(default_factory=list)
     lags: list[float] = field(default_factory=list)  # listener lag of every word heard
     stage_rtf_max: dict[str, float] = field(default_factory=dict)
@@ -58,6 +59,7 @@ class PairResult:
         total = sum(self.stage_rtf_max.values())
         p50, p90 = percentile(self.ttfa_ms, 50), percentile(self.ttfa_ms, 90)
         c50, c90 = percentile(self.chunk_ttfa_ms, 50), percentile(self.chunk_ttfa_ms, 90)
+        parts = [p for p in self.start_parts if p]
         return {
             "pair": self.pair,
             "clips": self.clips,
@@ -69,6 +71,8 @@ class PairResult:
             # means over the clips, as SimulEval reports them; medians beside them
             "start_offset_s": round(float(np.mean(self.start_offsets)), 3) if self.start_offsets else None,
             "start_offset_median_s": round(float(np.median(self.start_offsets)), 3) if self.start_offsets else None,
+            # the mean StartOffset split where it goes (speech.eval.listener.START_PARTS; they add up to it)
+            "start_parts_s": {k: round(float(np.mean([p[k] for p in parts])), 3) for k in parts[0]} if parts else {},
             "end_offset_s": round(float(np.mean(self.end_offsets)), 3) if self.end_offsets else None,
             "end_offset_median_s": round(float(np.median(self.end_offsets)), 3) if self.end_offsets else None,
             "listener_lag_p50_s": None if not self.lags else round(percentile(self.lags, 50), 3),

@@ -206,6 +206,7 @@ class TtsStage:
             ttfa_ms=round((first - piece.commit_time) * 1000, 2),
             commit_time=round(piece.commit_time, 4),
             wait_ms=round((first - piece.first_commit_time) * 1000, 2),
+            ready_time=round(piece.ready_time, 4),  # when the chunker let the piece go (speech.eval.listener.start_parts)
             reason=piece.reason,
             words=len(words),
             play_start=round(play_start, 4),

@@ -19,7 +19,9 @@ shared by `speech eval`, `speech bench s2st` (clips and long talks) and the serv
   AL and LAAL (SimulEval's, `latency.py`) take the heard times as the delays; ATD is SimulEval's
   speech-output ATD. Means as SimulEval reports them, medians beside them;
 - where the lag goes (`lag_parts`): until the chunk's text was committed, until its first sample,
-  waiting behind earlier speech, and the word's place inside its chunk.
+  waiting behind earlier speech, and the word's place inside its chunk; where the StartOffset
+  goes (`start_parts`): the recogniser's first commit, the translator's, the chunker's wait, the
+  synthesis of the first sample.
 """
 
 from __future__ import annotations
@@ -181,3 +183,30 @@ def lag_parts(audio: Sequence[dict], above: float | None = None) -> dict[str, fl
                 sums[part] += value
             n += 1
     return {part: total / n for part, total in sums.items()} if n else {}
+
+
+# Where the StartOffset goes, in the order it accrues (the parts add up to it; computation-aware):
+START_PARTS = (
+    "recognizer",  # speech onset -> the recogniser's first commit
+    "translator",  # -> the translator commits the first word of the first piece
+    "chunker",  # -> that piece is speakable (the chunker's wait for more words, a break or a time-out)
+    "synthesis",  # -> its first sample (the first audio heard: nothing plays before it)
+)
+
+
+def start_parts(records: Sequence[dict]) -> dict[str, float]:
+    """The StartOffset of one session split into `START_PARTS` (seconds); empty when the log lacks
+    a time it needs (a recogniser commit, the first audio's `wait_ms` and `ready_time`)."""
+    audio = audio_records(records)
+    first_asr = next((float(r["wall_time"]) for r in records
+                      if r.get("kind") == "update" and r.get("stage") == "asr" and r.get("committed")
+                      and r.get("wall_time") is not None), None)
+    if not audio or first_asr is None or audio[0].get("ready_time") is None or audio[0].get("wait_ms") is None:
+        return {}
+    first = audio[0]
+    heard = play_starts(audio, "ca")[0]  # = its first sample: nothing plays before the first audio
+    sample = float(first["wall_time"])
+    commit = sample - float(first["wait_ms"]) / 1000
+    ready = float(first["ready_time"])
+    marks = (speech_onset(records), first_asr, commit, ready, heard)
+    return dict(zip(START_PARTS, (b - a for a, b in zip(marks, marks[1:]))))

@@ -30,6 +30,20 @@ def test_page_shows_stored_figures_with_their_command(tmp_path, monkeypatch):
     assert "at the start; versions not recorded.*" in text
 
 
+def test_the_end_to_end_table_says_where_the_start_goes_when_the_run_measured_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(benchreport, "RESULTS", tmp_path)
+    row = {"pair": "en-es", "start_offset_s": 2.8, "end_offset_s": 2.7, "listener_lag_p50_s": 3.4,
+           "listener_lag_p90_s": 4.1, "roundtrip_wer": 0.078, "realtime_ok": True}
+    parts = {"recognizer": 1.8, "translator": 0.6, "chunker": 0.3, "synthesis": 0.1}
+    (tmp_path / "s2st.x86-64.json").write_text(json.dumps({
+        "command": "speech bench s2st --limit 10 --json", "date": "2026-12-01 05:00 UTC",
+        "machine": {"cores": 2, "processor": "x86_64", "memory_gb": 23.4, "load_average": [0.5, 0.4, 0.3]},
+        "results": [{**row, "start_parts_s": parts}, {**row, "pair": "pt-en"}]}))  # pt-en: stored before the parts
+    text = benchreport.render(tmp_path / "page.md")
+    assert "| en-es | 2.80 s | 2.70 s | 3.40 / 4.10 s | 7.8 % | yes |" in text
+    assert "| en-es | 1.80 s | 0.60 s | 0.30 s | 0.10 s |" in text
+    assert "| pt-en | 2.80 s" in text and "| pt-en | 1.80 s" not in text
+
 def test_a_measured_headline_is_stored_with_its_machine_and_versions(tmp_path, monkeypatch):
     import subprocess
 

@@ -10,8 +10,8 @@ import pytest
 
 from speech.channel import Channel
 from speech.clock import SimulatedClock
-from speech.eval.listener import (LAG_PARTS, heard_words, lag_parts, lag_per_minute, lag_slope, listener_latency,
-                                  play_starts)
+from speech.eval.listener import (LAG_PARTS, START_PARTS, heard_words, lag_parts, lag_per_minute, lag_slope,
+                                  listener_latency, play_starts, start_parts)
 from speech.events import EventLog
 from speech.tts.chunker import ChunkerConfig
 from speech.tts.listener import ListenerSchedule, timed_offsets, word_offsets
@@ -351,6 +351,22 @@ def test_lag_parts_add_up_to_the_lag_and_the_queue_holds_the_backlog():
     assert slowest["queue"] > 5 * max(slowest["committed"], slowest["synthesis"])
     assert slowest["queue"] > parts["queue"] + 3  # the backlog grew along the talk
     assert lag_parts(audio, above=max(lags)) == {}  # no word above the largest lag
+
+
+def test_start_parts_add_up_to_the_start_offset_and_name_the_chunkers_wait():
+    """Speech begins at 0.5 s, the recogniser commits at 1.5 s, the translator one word at 2.0 s
+    and the sentence's end at 2.3 s: the lone word waits 0.3 s for company in the chunker."""
+    asr = [{"kind": "update", "stage": "asr", "committed": [{"text": "hi", "start": 0.5, "end": 0.9}], "wall_time": 1.5}]
+    updates = [TextUpdate(committed=(Word("hola", 0.5, 0.9),), source_time=1.5, wall_time=2.0),
+               TextUpdate(committed=(Word("amigo.", 0.9, 1.2),), source_time=1.8, wall_time=2.3, final=True)]
+    records, _, _ = asyncio.run(run(updates, PaceConfig(control=False)))
+    parts = start_parts(asr + records)
+    assert list(parts) == list(START_PARTS)
+    assert parts["recognizer"] == pytest.approx(1.0) and parts["translator"] == pytest.approx(0.5, abs=1e-3)  # logged rounded
+    assert parts["chunker"] == pytest.approx(0.3, abs=1e-3)
+    assert 0 <= parts["synthesis"] < 0.2  # the fake voice's compute
+    assert sum(parts.values()) == pytest.approx(listener_latency(asr + records, 3.0)["StartOffset"], abs=1e-3)
+    assert start_parts(records) == {}  # no recogniser commit in the log: unknown, not zero
 
 
 def test_the_target_lag_flag_moves_the_condensation_relief_and_skip_levels_with_it():
