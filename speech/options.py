@@ -135,8 +135,8 @@ class TtsOptions:
     - `engine`: options of the synthesiser's own configuration (for example `speed`), checked
       when the stage is built.
     - `chunker`: how committed words are cut into pieces to speak (`min_words`, `max_words`,
-      `timeout_s`, `short_timeout_s`, `first_words`, `lead_words`), over the voice's preferred
-      values.
+      `timeout_s`, `short_timeout_s`, `cadence`, `first_words`, `lead_words`, `idle_words`), over
+      the voice's preferred values.
     - `pace`: duration control when the listener falls behind (`control`, `target_lag_s`,
       `max_speed`, `min_speed`, `pause_ms`, `condense_lag_s`, `relief_lag_s`, ...;
       speech.tts.pace.PaceConfig).

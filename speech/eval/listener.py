@@ -209,4 +209,5 @@ def start_parts(records: Sequence[dict]) -> dict[str, float]:
     commit = sample - float(first["wait_ms"]) / 1000
     ready = float(first["ready_time"])
     marks = (speech_onset(records), first_asr, commit, ready, heard)
-    return dict(zip(START_PARTS, (b - a for a, b in zip(marks, marks[1:]))))
+    # to the logs' precision (0.1 ms), so that no part reads a rounding error below zero
+    return dict(zip(START_PARTS, (round(b - a, 4) + 0.0 for a, b in zip(marks, marks[1:]))))

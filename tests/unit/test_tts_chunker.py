@@ -65,7 +65,7 @@ def test_timeout_speaks_what_waits_at_the_deadline():
 
 
 def test_a_word_or_two_wait_longer_than_a_clause():
-    c = TextChunker(ChunkerConfig(min_words=3, max_words=10, timeout_s=0.8, short_timeout_s=1.2))
+    c = TextChunker(ChunkerConfig(min_words=3, max_words=10, timeout_s=0.8, short_timeout_s=1.2, cadence=False))
     c.push(upd("el gato", t=1.0))
     assert c.deadline() == pytest.approx(2.2)  # fewer than min_words: the longer time-out
     assert c.expire(1.9) == []
@@ -74,6 +74,44 @@ def test_a_word_or_two_wait_longer_than_a_clause():
     assert texts(c.expire(2.8)) == ["el gato negro"]
     with pytest.raises(ValueError):
         ChunkerConfig(short_timeout_s=-1)
+
+
+def test_no_time_out_is_waited_that_the_next_update_cannot_beat():
+    """Updates a second apart (whisper-base's step): 0.8 s after a commit nothing new has come, so
+    three words wait for nothing and are spoken at the commit; one word still waits for company."""
+    c = TextChunker(ChunkerConfig(min_words=3, max_words=10, timeout_s=0.8, short_timeout_s=1.2))
+    for t in (1.0, 2.0, 3.0):
+        c.push(upd("", "x", t=t))
+    assert c.cadence() == pytest.approx(1.0)
+    c.push(upd("el gato negro", t=4.0))
+    assert c.deadline() == pytest.approx(4.0)
+    pieces = c.push(upd("", "y", t=5.0))
+    assert texts(pieces) == ["el gato negro"] and pieces[0].ready_time == pytest.approx(4.0)
+    c.push(upd("come", t=6.0))
+    assert c.deadline() == pytest.approx(7.2)  # 1.2 s: the next update (7.0) may bring company
+
+
+def test_a_lone_word_waits_for_company_however_slow_the_updates():
+    """Updates 1.5 s apart (a recogniser behind real time): a lone word is still given the short
+    time-out, since the next update is not always as late as the median gap says."""
+    c = TextChunker(ChunkerConfig(min_words=3, max_words=10, timeout_s=0.8, short_timeout_s=1.2))
+    for t in (1.5, 3.0, 4.5):
+        c.push(upd("", "x", t=t))
+    c.push(upd("Ustedes", t=6.0))
+    assert c.deadline() == pytest.approx(7.2)
+    assert c.push(upd("piensan sobre", t=7.0)) == []  # company came in time
+    assert c.deadline() == pytest.approx(7.0)  # three words: spoken at once
+
+
+def test_words_committed_faster_than_the_time_out_wait_for_more():
+    """Updates 0.3 s apart (a translator committing word by word): the time-out is waited, and the
+    words that come in time join the piece, as without the cadence rule."""
+    c = TextChunker(ChunkerConfig(min_words=3, max_words=10, timeout_s=0.8, short_timeout_s=1.2))
+    for i, word in enumerate("el gato negro come".split()):
+        assert c.push(upd(word, t=0.3 * (i + 1))) == []
+    assert c.deadline() == pytest.approx(1.2 + 0.8)
+    assert texts(c.expire(2.0)) == ["el gato negro come"]
+    assert c.cadence() == pytest.approx(0.3)
 
 
 def test_final_and_flush():
