@@ -66,13 +66,17 @@ def render_s2st(data: Any) -> list[str]:
     if parted:
         from .eval.listener import START_PARTS
 
-        out += ["", "Where the StartOffset goes (mean seconds over the clips; they add up to it; "
-                "[evaluation.md](evaluation.md#where-the-first-audio-goes)):", "",
-                "| pair | " + " | ".join(START_TITLES.get(p, p) for p in START_PARTS) + " |",
-                "| --- |" + " --- |" * len(START_PARTS)]
-        for r in parted:
-            out.append(f"| {r['pair']} | " + " | ".join(f"{_f(r['start_parts_s'].get(p))} s" for p in START_PARTS) + " |")
+        out += _parts_table("Where the StartOffset goes (mean seconds over the clips; they add up to it; "
+                            "[evaluation.md](evaluation.md#where-the-first-audio-goes)):",
+                            ["pair"], [START_TITLES.get(p, p) for p in START_PARTS],
+                            [([r["pair"]], [f"{_f(r['start_parts_s'].get(p))} s" for p in START_PARTS]) for r in parted])
     return out
+
+
+def _parts_table(caption: str, keys: list[str], parts: list[str], rows: list[tuple[list[str], list[str]]]) -> list[str]:
+    """A table of where a figure goes: per row its key cells, then one cell per part."""
+    return (["", caption, "", "| " + " | ".join(keys + parts) + " |", "|" + " --- |" * (len(keys) + len(parts))]
+            + ["| " + " | ".join(key + cells) + " |" for key, cells in rows])
 
 
 # The column titles of speech.eval.listener.LAG_PARTS, as docs/synthesis.md names them.
@@ -97,14 +101,14 @@ def render_long(data: Any) -> list[str]:
     if parted:
         from .eval.listener import LAG_PARTS
 
-        out += ["", "Where the lag goes (mean seconds per heard word, every word / the slowest tenth; "
-                "[synthesis.md](synthesis.md#figures)):", "",
-                "| pair | control | " + " | ".join(PART_TITLES.get(p, p) for p in LAG_PARTS) + " |",
-                "| --- | --- |" + " --- |" * len(LAG_PARTS)]
-        for r in parted:
+        def cells(r: dict) -> list[str]:
             every, slow = r["lag_parts_s"], r.get("lag_parts_s_above_p90") or {}
-            out.append(f"| {r['pair']} | {r['control']} | "
-                       + " | ".join(f"{_f(every.get(p))} / {_f(slow.get(p))}" for p in LAG_PARTS) + " |")
+            return [f"{_f(every.get(p))} / {_f(slow.get(p))}" for p in LAG_PARTS]
+
+        out += _parts_table("Where the lag goes (mean seconds per heard word, every word / the slowest tenth; "
+                            "[synthesis.md](synthesis.md#figures)):",
+                            ["pair", "control"], [PART_TITLES.get(p, p) for p in LAG_PARTS],
+                            [([r["pair"], r["control"]], cells(r)) for r in parted])
     return out
 
 
