@@ -119,10 +119,10 @@ class TextChunker:
         last = self._pending[-1].wall_time
         if self.config.short_timeout_s and len(self._pending) < self.config.min_words:
             # a word or two wait for company: the next update is not always as late as the
-            # cadence says, and a lone word is the worst heard (Spanish, updates 1-1.5 s apart)
+            # cadence says, and a lone word is the worst heard (docs/synthesis.md)
             return last + self.config.short_timeout_s
-        gap = self.cadence()
-        if self.config.cadence and gap is not None and self._updates[-1] + gap >= last + self.config.timeout_s:
+        gap = self.cadence() if self.config.cadence else None
+        if gap is not None and self._updates[-1] + gap >= last + self.config.timeout_s:
             return last  # the next update is due after the time-out: waiting would only delay the same words
         return last + self.config.timeout_s
 
