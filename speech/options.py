@@ -141,14 +141,16 @@ class TtsOptions:
       `max_speed`, `min_speed`, `pause_ms`, `condense_lag_s`, `relief_lag_s`, ...;
       speech.tts.pace.PaceConfig).
     - `relief_voice`: the cheaper voice that speaks while the main one is too far behind (a
-      `--voice` value; "" or "none": none, pieces are skipped instead). The default, eSpeak NG,
-      speaks every target language at almost no compute; where it is not installed, there is none.
+      `--voice` value; "" or "none": none, pieces are skipped instead). The default, "auto", is
+      SVOX Pico where it is installed and is not the main voice, else eSpeak NG (both speak every
+      target language at almost no compute, Pico more intelligibly but for English, where eSpeak
+      NG comes first); where neither is, none.
     """
 
     engine: dict[str, Any] = field(default_factory=dict)
     chunker: dict[str, Any] = field(default_factory=dict)
     pace: dict[str, Any] = field(default_factory=dict)
-    relief_voice: str = "espeak"
+    relief_voice: str = "auto"
 
     def __post_init__(self) -> None:
         check_fields(self, "tts_options.")

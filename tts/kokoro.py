@@ -240,7 +240,7 @@ class KokoroSynthesizer:
             raise UserError(f"Kokoro's window_s / window_growth: {e}") from None
         if config.whole_margin < 0:
             raise UserError(f"Kokoro's whole_margin must be >= 0 (0: always window by window), got {config.whole_margin:g}")
-        if not isinstance(config.edge_frames, int) or config.edge_frames < 0:
+        if isinstance(config.edge_frames, bool) or not isinstance(config.edge_frames, int) or config.edge_frames < 0:
             raise UserError(f"Kokoro's edge_frames must be a whole number >= 0 (1000: decode every frame), "
                             f"got {config.edge_frames!r}")
         self.config = config

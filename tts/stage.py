@@ -10,7 +10,7 @@ with the words it speaks, so the listener hears a piece's first words while the 
 keeps the same timeline's arithmetic (`listener.ListenerSchedule`) to stamp each chunk with when
 the listener hears it (`play_start`) and to control its duration (`pace`): speed, pauses,
 condensation, a relief voice and skipping that keep the listener's lag bounded. The relief voice
-(`relief`, eSpeak NG by default) is a cheaper synthesiser that speaks while the main one is too
+(`relief`, SVOX Pico or eSpeak NG by default) is a cheaper synthesiser that speaks while the main one is too
 far behind (`PaceConfig.relief_lag_s`); its audio is resampled to the main voice's rate, so every
 chunk of a stream has one rate.
 """
@@ -321,10 +321,18 @@ def build_stage(registry, config, clock: Clock, log: EventLog) -> TtsStage:
                     chunker=chunker_config(config, synthesizer), pace=pace)
 
 
+# The default relief voices, in order of preference: at its fastest SVOX Pico is heard better than
+# eSpeak NG at its own (Catalan, Galician and Portuguese with Pico's Spanish voice) and its speech
+# is shorter; eSpeak NG speaks wherever Pico is not installed. English is the exception: eSpeak
+# NG's is heard better (docs/synthesis.md, "The relief voice").
+RELIEF_VOICES = ("pico", "espeak")
+RELIEF_VOICES_BY_LANGUAGE = {"en": ("espeak", "pico")}
+
+
 def relief_voice(registry, config, pace: PaceConfig) -> Any:
     """The relief voice for `config.target` (`tts_options.relief_voice`), or None: when there is
     none to use (the control is off, no relief level, the main voice is the relief voice itself) or
-    the default one is not installed. A relief voice the user names must load."""
+    none of the default ones is installed. A relief voice the user names must load."""
     from speech.options import TtsOptions
 
     from .backends import create_synthesizer, synthesizer_name
@@ -332,11 +340,14 @@ def relief_voice(registry, config, pace: PaceConfig) -> Any:
     name = (config.tts_options.relief_voice or "").strip()
     if name.lower() in ("", "none") or not pace.control or pace.relief_lag_s is None:
         return None
-    if synthesizer_name(config.target, name) == synthesizer_name(config.target, config.voice):
-        return None
+    main = synthesizer_name(config.target, config.voice)
     if name != TtsOptions.relief_voice:  # named by the user
-        return create_synthesizer(registry, config.target, name)
-    try:
-        return create_synthesizer(registry, config.target, name)
-    except (UserError, RuntimeError, OSError):  # not installed: pieces too far behind are skipped instead
-        return None
+        return None if synthesizer_name(config.target, name) == main else create_synthesizer(registry, config.target, name)
+    for candidate in RELIEF_VOICES_BY_LANGUAGE.get(config.target.split("-")[0], RELIEF_VOICES):
+        if synthesizer_name(config.target, candidate) == main:
+            continue
+        try:
+            return create_synthesizer(registry, config.target, candidate)
+        except (UserError, RuntimeError, OSError):  # not installed, or not for this language: the next one
+            continue
+    return None  # pieces too far behind are skipped instead

@@ -83,8 +83,9 @@ def test_control_bounds_the_listener_lag_that_grows_without_it(registry):
 
 def test_the_relief_voice_speaks_while_kokoro_cannot_keep_up(registry):
     """Portuguese committed as fast as English said five times faster: Kokoro cannot synthesise
-    it in time, so eSpeak NG speaks the pieces after the first few, at Kokoro's 24 kHz, and no
-    word is left unspoken. The levels are lowered so that a short stream reaches them."""
+    it in time, so the relief voice (SVOX Pico where installed, else eSpeak NG) speaks the pieces
+    after the first few, at Kokoro's 24 kHz, and no word is left unspoken. The levels are
+    lowered so that a short stream reaches them."""
     from speech.models.voices import kokoro_installed
 
     if not kokoro_installed():

@@ -208,36 +208,44 @@ def test_a_relief_voice_keeps_every_word_heard_when_the_main_voice_is_slower_tha
     assert {c.sample_rate for c in chunks} == {RATE}
 
 
-def test_the_relief_voice_is_espeak_where_installed_none_when_asked_and_a_named_one_must_load(monkeypatch):
+def test_the_relief_voice_is_pico_else_espeak_none_when_asked_and_a_named_one_must_load(monkeypatch):
     import speech.tts.backends as backends
     from speech.errors import UserError
     from speech.options import TtsOptions
     from speech.tts.stage import relief_voice
 
     made = []
+    installed = {"pico", "espeak", "kokoro"}
 
     def create(registry, language, voice="default", **options):
-        if voice == "missing":
+        if voice.partition(":")[0] not in installed:
             raise UserError(f"voice {voice!r} is not installed")
         made.append((language, voice))
         return f"{voice}:{language}"
 
     monkeypatch.setattr(backends, "create_synthesizer", create)
 
-    def relief(voice="kokoro", named="espeak", **pace):
+    def relief(voice="kokoro", named="auto", **pace):
         config = SimpleNamespace(target="pt", voice=voice, tts_options=TtsOptions(relief_voice=named))
         return relief_voice(None, config, PaceConfig(**pace))
 
-    assert relief() == "espeak:pt" and made == [("pt", "espeak")]
+    assert TtsOptions().relief_voice == "auto"
+    assert relief() == "pico:pt" and made == [("pt", "pico")]  # the default: SVOX Pico first
+    assert relief(voice="pico") == "espeak:pt"  # the main voice is Pico already: eSpeak NG
+    config = SimpleNamespace(target="en", voice="default", tts_options=TtsOptions())
+    assert relief_voice(None, config, PaceConfig()) == "espeak:en"  # English: eSpeak NG's is heard better
+    installed.discard("pico")
+    assert relief() == "espeak:pt"  # Pico not installed: eSpeak NG
     assert relief(named="none") is None and relief(named="") is None
-    assert relief(voice="espeak:pt-br") is None  # the main voice is eSpeak NG already
+    assert relief(voice="espeak:pt-br") is None  # the main voice is eSpeak NG, and Pico is missing
     assert relief(control=False) is None and relief(relief_lag_s=None) is None
-    assert relief(named="pico") == "pico:pt"
-    with pytest.raises(UserError, match="missing"):
-        relief(named="missing")  # named by the user: it must load
+    assert relief(named="espeak") == "espeak:pt"
+    assert relief(voice="espeak", named="espeak") is None  # named, but the main voice itself
+    with pytest.raises(UserError, match="pico"):
+        relief(named="pico")  # named by the user: it must load
 
     def not_installed(*a, **k):
         raise RuntimeError("synthesizer 'espeak' needs the Python package 'espeakng_loader'")
 
     monkeypatch.setattr(backends, "create_synthesizer", not_installed)
-    assert relief() is None  # the default one is optional: pieces too far behind are skipped instead
+    assert relief() is None  # the default ones are optional: pieces too far behind are skipped instead

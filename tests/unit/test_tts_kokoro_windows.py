@@ -74,6 +74,6 @@ def test_kokoro_refuses_window_options_out_of_range_by_name():
             KokoroSynthesizer(KokoroConfig(faster="model", **bad), model, espeak=None)
     with pytest.raises(UserError, match="whole_margin must be >= 0"):
         KokoroSynthesizer(KokoroConfig(faster="model", whole_margin=-1), model, espeak=None)
-    for bad in (-1, "none", 2.5):
+    for bad in (-1, "none", 2.5, True):
         with pytest.raises(UserError, match="edge_frames must be a whole number >= 0"):
             KokoroSynthesizer(KokoroConfig(faster="model", edge_frames=bad), model, espeak=None)
