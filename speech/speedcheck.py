@@ -6,11 +6,11 @@ paragraph for the recognisers; each voice reads one sentence of its language), s
 no recording. RTF = compute seconds / seconds of audio, each engine measured alone after one
 warm-up call. Live, the recogniser and the voice share the cores, so a pair keeps up when the sum
 of their RTFs stays under 1 with room to spare; above it the listener falls behind and the relief
-voice (eSpeak NG) speaks what the voice cannot say in time (docs/synthesis.md). A recogniser slower
-than real time at its own step is not the end of it: live, the stage waits for more audio while it
-is behind (asr.stage, up to `max_update_factor` times its step), so the recogniser is also measured
-at that longest step, and where its own step is too slow the verdict counts that one, with words
-committed later.
+voice (SVOX Pico where installed, else eSpeak NG) speaks what the voice cannot say in time
+(docs/synthesis.md). A recogniser slower than real time at its own step is not the end of it:
+live, the stage waits for more audio while it is behind (asr.stage, up to `max_update_factor`
+times its step), so the recogniser is also measured at that longest step, and where its own step
+is too slow the verdict counts that one, with words committed later.
 """
 
 from __future__ import annotations
@@ -36,8 +36,22 @@ PARAGRAPH = ("The weather was fine this morning, so we walked to the old market 
              "Most of the stalls were still closed, but the baker had already sold half of his bread. "
              "We bought two loaves and some cheese, and then we sat on a bench near the water.")
 RECOGNISERS = ("whisper-base", "whisper-tiny.en")
+RELIEF_NAMES = {"pico": "SVOX Pico", "espeak": "eSpeak NG"}
 KEEPS_UP = 0.8  # the sum of RTFs under which a pair keeps up live with room to spare
 JUST = 1.0
+
+
+def relief_name(language: str, engine: str, installed: Callable[[str], bool] | None = None) -> str:
+    """The relief voice that speaks for `engine` in `language` by default (tts.stage.relief_voice):
+    the first of its candidates that is installed and is not the voice itself."""
+    from speech.tts.stage import relief_candidates
+
+    if installed is None:
+        from speech.models.voices import pico_installed
+
+        def installed(voice: str) -> bool:
+            return voice != "pico" or pico_installed(language)
+    return next((c for c in relief_candidates(language) if c != engine and installed(c)), "espeak")
 
 
 @dataclass
@@ -87,8 +101,9 @@ class SpeedReport:
             elif total <= JUST:
                 say = f"keeps up live with little room ({sums})"
             else:
-                say = (f"falls behind live ({sums} > 1): eSpeak NG speaks what {v.engine} cannot say in time; "
-                       f"--voice espeak keeps up")
+                relief = relief_name(v.name, v.engine)
+                say = (f"falls behind live ({sums} > 1): {RELIEF_NAMES[relief]} speaks what {v.engine} cannot "
+                       f"say in time; --voice {relief} keeps up")
             if step and total <= JUST:
                 say += "; words are committed later than at the recogniser's own step"
             out.append((v.name, say))

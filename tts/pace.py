@@ -94,10 +94,11 @@ class PaceConfig:
     relief_until_lag_s: float | None = None
     # a main voice whose real-time factor (synthesis seconds per second of its speech, measured as
     # it speaks) is above this cannot keep up with a talk: it is relieved from condense_lag_s at
-    # once, as one that needed relief; None: only after a first relief. The translated speech of
-    # the long talks lasts 0.5-0.9 of the talk (their duration_ratio, docs/synthesis.md), so a
-    # voice above 2 falls behind any of them, whatever its lag shows yet
-    relief_rtf: float | None = 2.0
+    # once, as one that needed relief; None: only after a first relief. Kokoro's Portuguese lasts
+    # 0.7 of the long en-pt talk, so above 1 / 0.7 it falls behind it: at RTF 1.54 the lag reached
+    # the relief level anyway (p90 8.7 s with 2, 6.1 s with 1.5), at 1.18 it kept up unrelieved
+    # (docs/synthesis.md, "The relief voice")
+    relief_rtf: float | None = 1.5
     look_ahead: bool = True  # count the words committed behind the piece (see the module doc)
     tentative: bool = True  # count the translator's tentative tail behind them too
 

@@ -329,6 +329,11 @@ RELIEF_VOICES = ("pico", "espeak")
 RELIEF_VOICES_BY_LANGUAGE = {"en": ("espeak", "pico")}
 
 
+def relief_candidates(language: str) -> tuple[str, ...]:
+    """The default relief voices for a target language, in order of preference (`--voice` values)."""
+    return RELIEF_VOICES_BY_LANGUAGE.get(language.split("-")[0], RELIEF_VOICES)
+
+
 def relief_voice(registry, config, pace: PaceConfig) -> Any:
     """The relief voice for `config.target` (`tts_options.relief_voice`), or None: when there is
     none to use (the control is off, no relief level, the main voice is the relief voice itself) or
@@ -343,7 +348,7 @@ def relief_voice(registry, config, pace: PaceConfig) -> Any:
     main = synthesizer_name(config.target, config.voice)
     if name != TtsOptions.relief_voice:  # named by the user
         return None if synthesizer_name(config.target, name) == main else create_synthesizer(registry, config.target, name)
-    for candidate in RELIEF_VOICES_BY_LANGUAGE.get(config.target.split("-")[0], RELIEF_VOICES):
+    for candidate in relief_candidates(config.target):
         if synthesizer_name(config.target, candidate) == main:
             continue
         try:

@@ -22,6 +22,18 @@ def test_a_voice_keeps_up_while_recogniser_and_voice_leave_room_on_the_cores():
     assert "kokoro cannot say in time" in verdicts["pt"]
 
 
+def test_the_verdict_names_the_relief_voice_that_would_speak():
+    from speech.speedcheck import relief_name
+
+    assert relief_name("pt", "kokoro", installed=lambda v: True) == "pico"
+    assert relief_name("pt", "kokoro", installed=lambda v: v != "pico") == "espeak"  # Pico not installed
+    assert relief_name("es", "pico", installed=lambda v: True) == "espeak"  # Pico is the voice itself
+    assert relief_name("en", "piper-joe", installed=lambda v: True) == "espeak"  # English: eSpeak NG first
+    verdicts = dict(report(0.3, {"pt": ("kokoro", 0.8)}).verdicts())
+    relief = relief_name("pt", "kokoro")
+    assert verdicts["pt"].endswith(f"speaks what kokoro cannot say in time; --voice {relief} keeps up")
+
+
 def test_without_whisper_base_there_is_no_verdict_and_a_failure_is_listed():
     r = SpeedReport([], [Measured("es", "pico", 0.01, 5.0, 0.1)], ["whisper-base: RuntimeError: no model"])
     assert r.verdicts() == []
