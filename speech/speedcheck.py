@@ -51,7 +51,7 @@ def relief_name(language: str, engine: str, installed: Callable[[str], bool] | N
 
         def installed(voice: str) -> bool:
             return voice != "pico" or pico_installed(language)
-    return next((c for c in relief_candidates(language) if c != engine and installed(c)), "espeak")
+    return next((c for c in relief_candidates(language, engine) if installed(c)), "espeak")
 
 
 @dataclass

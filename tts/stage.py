@@ -10,9 +10,9 @@ with the words it speaks, so the listener hears a piece's first words while the 
 keeps the same timeline's arithmetic (`listener.ListenerSchedule`) to stamp each chunk with when
 the listener hears it (`play_start`) and to control its duration (`pace`): speed, pauses,
 condensation, a relief voice and skipping that keep the listener's lag bounded. The relief voice
-(`relief`, SVOX Pico or eSpeak NG by default) is a cheaper synthesiser that speaks while the main one is too
-far behind (`PaceConfig.relief_lag_s`); its audio is resampled to the main voice's rate, so every
-chunk of a stream has one rate.
+(`relief`, SVOX Pico or eSpeak NG by default) is a cheaper synthesiser that speaks while the main
+one is too far behind (`PaceConfig.relief_lag_s`); its audio is resampled to the main voice's rate,
+so every chunk of a stream has one rate.
 """
 
 from __future__ import annotations
@@ -329,9 +329,13 @@ RELIEF_VOICES = ("pico", "espeak")
 RELIEF_VOICES_BY_LANGUAGE = {"en": ("espeak", "pico")}
 
 
-def relief_candidates(language: str) -> tuple[str, ...]:
-    """The default relief voices for a target language, in order of preference (`--voice` values)."""
-    return RELIEF_VOICES_BY_LANGUAGE.get(language.split("-")[0], RELIEF_VOICES)
+def relief_candidates(language: str, main: str) -> tuple[str, ...]:
+    """The default relief voices for a target language, in order of preference (`--voice` values),
+    without `main` (the registered synthesiser that speaks the stream)."""
+    from .backends import synthesizer_name
+
+    return tuple(c for c in RELIEF_VOICES_BY_LANGUAGE.get(language.split("-")[0], RELIEF_VOICES)
+                 if synthesizer_name(language, c) != main)
 
 
 def relief_voice(registry, config, pace: PaceConfig) -> Any:
@@ -348,9 +352,7 @@ def relief_voice(registry, config, pace: PaceConfig) -> Any:
     main = synthesizer_name(config.target, config.voice)
     if name != TtsOptions.relief_voice:  # named by the user
         return None if synthesizer_name(config.target, name) == main else create_synthesizer(registry, config.target, name)
-    for candidate in relief_candidates(config.target):
-        if synthesizer_name(config.target, candidate) == main:
-            continue
+    for candidate in relief_candidates(config.target, main):
         try:
             return create_synthesizer(registry, config.target, candidate)
         except (UserError, RuntimeError, OSError):  # not installed, or not for this language: the next one
