@@ -292,7 +292,7 @@ async def _main(args: argparse.Namespace) -> int:
     from ..tts.stage import fell_behind
 
     if note := fell_behind(tts_stats.get("words_relief", 0), tts_stats.get("words_skipped", 0),
-                           tts_stats.get("voice_rtf")):
+                           tts_stats.get("voice_rtf"), tts_stats.get("relief_voice", "")):
         print(note, file=sys.stderr)
     if dropped[0]:
         print(f"dropped {dropped[0]:.1f} s of microphone audio: the pipeline fell behind "

@@ -188,8 +188,10 @@ async def translate_file_targets(
 
 
 class LiveText:
-    """Prints what each stage commits as it is committed: `[en] ...` recognised, `[es] ...`
-    translated, `[spoken ...]` each synthesised chunk. Called from the EventLog (any thread)."""
+    """Prints what each stage commits as it is committed: `[en] ...` recognised and `[es] ...`
+    translated (at the source seconds consumed), `[spoken ...]` each synthesised chunk (at the time
+    the listener hears it: after every earlier chunk, `play_start`). Called from the EventLog (any
+    thread)."""
 
     def __init__(self, out, tty: bool, multi: bool = False) -> None:
         self.out = out
@@ -204,7 +206,8 @@ class LiveText:
             line = f"[{lang} {rec.get('source_time', 0):6.2f}s] {words}"
         elif kind == "audio" and stage == "tts":
             target = f" {rec['target']}" if self.multi and rec.get("target") else ""
-            line = f"[spoken{target} {rec.get('wall_time', 0):6.2f}s] {rec.get('text', '')}"
+            heard = rec.get("play_start", rec.get("wall_time", 0))
+            line = f"[spoken{target} {heard:6.2f}s] {rec.get('text', '')}"
         else:
             return
         self.out.write(self.prefix + line + "\n")
@@ -303,7 +306,8 @@ def run(args: argparse.Namespace) -> int:
                 print(f"the listener hears the first word {heard['StartOffset']:.2f} s after the speaker began and the "
                       f"last {heard['EndOffset']:.2f} s after the speaker stopped{lags}")
             stats = next((r for r in records if r.get("kind") == "stats" and r.get("stage") == "tts"), {})
-            if note := fell_behind(stats.get("words_relief", 0), stats.get("words_skipped", 0), stats.get("voice_rtf")):
+            if note := fell_behind(stats.get("words_relief", 0), stats.get("words_skipped", 0), stats.get("voice_rtf"),
+                                   stats.get("relief_voice", "")):
                 print(note)
             label = "spoken" if len(targets) == 1 else f"spoken ({target})"
             print(f"{label}: {result.text or nothing_heard(args.input, result.peak)}", file=sys.stdout)

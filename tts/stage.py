@@ -51,6 +51,7 @@ class TtsStage:
     clock: Clock
     log: EventLog
     relief: Any = None  # a cheaper Synthesizer that speaks while the main one is too far behind (None: none)
+    relief_name: str = ""  # the relief voice's `--voice` value, named to a user whose voice fell behind
     chunker: ChunkerConfig = field(default_factory=ChunkerConfig)
     joins: JoinConfig = field(default_factory=JoinConfig)
     pace: PaceConfig = field(default_factory=PaceConfig)
@@ -92,6 +93,8 @@ class TtsStage:
         totals["speed_max"] = max(totals.pop("_speeds", [1.0]))
         if (rtf := self._pace.voice_rtf) is not None:  # the main voice's, as it spoke (tts.pace)
             totals["voice_rtf"] = rtf
+        if totals["words_relief"] and self.relief_name:
+            totals["relief_voice"] = self.relief_name
         self.log.write("stats", stage=self.name, **{k: round(v, 4) if isinstance(v, float) else v for k, v in totals.items()})
 
     async def _speak(
@@ -266,14 +269,17 @@ class _Part:
             self.marks.setdefault(w, t)
 
 
-def fell_behind(relief_words: int, unspoken_words: int, rtf: float | None = None) -> str:
+def fell_behind(relief_words: int, unspoken_words: int, rtf: float | None = None, relief: str = "") -> str:
     """One line for a user whose voice could not say every word in time ("" when it could);
-    `rtf`: the voice's synthesis seconds per second of its speech (the stage's `voice_rtf`)."""
+    `rtf`: the voice's synthesis seconds per second of its speech (the stage's `voice_rtf`);
+    `relief`: the `--voice` value of the relief voice that spoke (the stats' `relief_voice`)."""
     if not relief_words and not unspoken_words:
         return ""
     speed = f" (it took {rtf:.1f} s to synthesise each second of speech)" if rtf is not None else ""
-    return (f"the voice fell behind the talk{speed}: {relief_words} words spoken by the relief voice, "
-            f"{unspoken_words} not spoken (try a lighter --voice)")
+    by = f"the relief voice ({relief})" if relief else "the relief voice"
+    lighter = f"--voice {relief}" if relief else "a lighter --voice"
+    return (f"the voice fell behind the talk{speed}: {relief_words} words spoken by {by}, "
+            f"{unspoken_words} not spoken (try {lighter}; speech doctor --speed says which voices keep up here)")
 
 
 def queued(pieces: list[SpeechPiece], chunker: TextChunker) -> list[tuple[str, float | None]]:
@@ -317,7 +323,8 @@ def build_stage(registry, config, clock: Clock, log: EventLog) -> TtsStage:
 
     synthesizer = create_synthesizer(registry, config.target, config.voice, **config.tts_options.engine)
     pace = PaceConfig(**config.tts_options.pace)
-    return TtsStage(synthesizer, clock, log, relief=relief_voice(registry, config, pace),
+    relief, relief_name = relief_voice(registry, config, pace)
+    return TtsStage(synthesizer, clock, log, relief=relief, relief_name=relief_name,
                     chunker=chunker_config(config, synthesizer), pace=pace)
 
 
@@ -338,23 +345,26 @@ def relief_candidates(language: str, main: str) -> tuple[str, ...]:
                  if synthesizer_name(language, c) != main)
 
 
-def relief_voice(registry, config, pace: PaceConfig) -> Any:
-    """The relief voice for `config.target` (`tts_options.relief_voice`), or None: when there is
-    none to use (the control is off, no relief level, the main voice is the relief voice itself) or
-    none of the default ones is installed. A relief voice the user names must load."""
+def relief_voice(registry, config, pace: PaceConfig) -> tuple[Any, str]:
+    """The relief voice for `config.target` (`tts_options.relief_voice`) and its `--voice` value,
+    or (None, ""): when there is none to use (the control is off, no relief level, the main voice is
+    the relief voice itself) or none of the default ones is installed. A relief voice the user
+    names must load."""
     from speech.options import TtsOptions
 
     from .backends import create_synthesizer, synthesizer_name
 
     name = (config.tts_options.relief_voice or "").strip()
     if name.lower() in ("", "none") or not pace.control or pace.relief_lag_s is None:
-        return None
+        return None, ""
     main = synthesizer_name(config.target, config.voice)
     if name != TtsOptions.relief_voice:  # named by the user
-        return None if synthesizer_name(config.target, name) == main else create_synthesizer(registry, config.target, name)
+        if synthesizer_name(config.target, name) == main:
+            return None, ""
+        return create_synthesizer(registry, config.target, name), name
     for candidate in relief_candidates(config.target, main):
         try:
-            return create_synthesizer(registry, config.target, candidate)
+            return create_synthesizer(registry, config.target, candidate), candidate
         except (UserError, RuntimeError, OSError):  # not installed, or not for this language: the next one
             continue
-    return None  # pieces too far behind are skipped instead
+    return None, ""  # pieces too far behind are skipped instead

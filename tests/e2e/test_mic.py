@@ -40,7 +40,8 @@ def test_mic_with_recording_and_fake_pipeline(clip, tmp_path):
 
 @pytest.mark.parametrize("behind, says", [
     # the fake stage reports its main voice at RTF 2.5 where the relief voice spoke
-    ("relief", " (it took 2.5 s to synthesise each second of speech): 3 words spoken by the relief voice, 0 not spoken"),
+    ("relief", " (it took 2.5 s to synthesise each second of speech): 3 words spoken by the relief voice (espeak), "
+               "0 not spoken (try --voice espeak"),
     ("unspoken", ": 0 words spoken by the relief voice, 3 not spoken"),
 ])
 def test_mic_says_how_many_words_a_voice_too_far_behind_could_not_say(clip, behind, says):

@@ -151,6 +151,7 @@ class FakeTts:
                 seq += 1
         if self.odd_words == "relief":
             totals["voice_rtf"] = 2.5  # the main voice's real-time factor, as the real stage measures it
+            totals["relief_voice"] = "espeak"  # and the relief voice that spoke, by its --voice value
         self.log.write("stats", stage="tts", **totals)
 
 

@@ -23,3 +23,19 @@ def test_an_update_that_changes_nothing_shown_is_not_printed_again(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines == ["heard: hello [wor]  (lag 0.30 s)", "said es: hola  (lag 0.30 s)",
                      "heard: hello world.  (lag 0.30 s)"]
+
+
+def test_speech_translate_prints_a_spoken_piece_at_the_time_the_listener_hears_it():
+    """A piece synthesised while an earlier one still plays is heard when that one ends
+    (`play_start`), not when it was made (`wall_time`)."""
+    import io
+
+    from speech.translate_cmd import LiveText
+
+    out = io.StringIO()
+    show = LiveText(out, tty=False)
+    show({"kind": "update", "stage": "mt", "language": "es", "source_time": 3.6,
+          "committed": [{"text": "es"}, {"text": "un"}]})
+    show({"kind": "audio", "stage": "tts", "wall_time": 4.38, "play_start": 5.31, "text": "es un"})
+    show({"kind": "audio", "stage": "tts", "wall_time": 6.0, "text": "romántico"})  # no listener timeline
+    assert out.getvalue().splitlines() == ["[es   3.60s] es un", "[spoken   5.31s] es un", "[spoken   6.00s] romántico"]

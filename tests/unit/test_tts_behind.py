@@ -165,6 +165,9 @@ def test_the_user_is_told_how_far_behind_the_voice_fell_and_how_slow_it_was():
     line = fell_behind(436, 0, 4.63)
     assert "436 words spoken by the relief voice" in line and "4.6 s to synthesise each second" in line
     assert "synthesise" not in fell_behind(0, 3) and "3 not spoken" in fell_behind(0, 3)
+    assert "try a lighter --voice" in line and "speech doctor --speed" in line
+    named = fell_behind(18, 0, 2.7, relief="pico")  # the voice that spoke for it is the one to try
+    assert "18 words spoken by the relief voice (pico)" in named and "try --voice pico" in named
 
 
 class CheapVoice(SlowVoice):
@@ -202,6 +205,7 @@ def test_a_relief_voice_keeps_every_word_heard_when_the_main_voice_is_slower_tha
     spoken_by = [r.get("voice", "main") for r in audio]
     assert "relief" in spoken_by and spoken_by.count("relief") == stats["relief_chunks"]
     assert stats["words_relief"] == sum(r["words"] for r in audio if r.get("voice") == "relief")
+    assert stats["relief_voice"] == "cheap"  # named to the user (fell_behind)
     switches = [r["voice"] for r in records if r["kind"] == "tts_voice"]
     assert switches[:2] == ["relief", "main"]  # it hands back once the lag is under the condensation level
     assert all(r["speed"] <= relief.max_speed for r in audio if r.get("voice") == "relief")
@@ -227,19 +231,21 @@ def test_the_relief_voice_is_pico_else_espeak_none_when_asked_and_a_named_one_mu
 
     def relief(voice="kokoro", named="auto", **pace):
         config = SimpleNamespace(target="pt", voice=voice, tts_options=TtsOptions(relief_voice=named))
-        return relief_voice(None, config, PaceConfig(**pace))
+        synthesizer, name = relief_voice(None, config, PaceConfig(**pace))
+        assert (synthesizer is None) == (name == "")  # its --voice value, named to the user
+        return synthesizer if synthesizer is None else (synthesizer, name)
 
     assert TtsOptions().relief_voice == "auto"
-    assert relief() == "pico:pt" and made == [("pt", "pico")]  # the default: SVOX Pico first
-    assert relief(voice="pico") == "espeak:pt"  # the main voice is Pico already: eSpeak NG
+    assert relief() == ("pico:pt", "pico") and made == [("pt", "pico")]  # the default: SVOX Pico first
+    assert relief(voice="pico") == ("espeak:pt", "espeak")  # the main voice is Pico already: eSpeak NG
     config = SimpleNamespace(target="en", voice="default", tts_options=TtsOptions())
-    assert relief_voice(None, config, PaceConfig()) == "espeak:en"  # English: eSpeak NG's is heard better
+    assert relief_voice(None, config, PaceConfig()) == ("espeak:en", "espeak")  # English: eSpeak NG's is heard better
     installed.discard("pico")
-    assert relief() == "espeak:pt"  # Pico not installed: eSpeak NG
+    assert relief() == ("espeak:pt", "espeak")  # Pico not installed: eSpeak NG
     assert relief(named="none") is None and relief(named="") is None
     assert relief(voice="espeak:pt-br") is None  # the main voice is eSpeak NG, and Pico is missing
     assert relief(control=False) is None and relief(relief_lag_s=None) is None
-    assert relief(named="espeak") == "espeak:pt"
+    assert relief(named="espeak") == ("espeak:pt", "espeak")
     assert relief(voice="espeak", named="espeak") is None  # named, but the main voice itself
     with pytest.raises(UserError, match="pico"):
         relief(named="pico")  # named by the user: it must load

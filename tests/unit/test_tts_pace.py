@@ -57,7 +57,7 @@ def talk(seconds: float, words_per_s: float, pause_every: int = 0) -> list[TextU
 async def run(updates, pace: PaceConfig, voice=None, relief=None):
     voice = voice or SlowVoice()
     log = EventLog()
-    stage = TtsStage(voice, SimulatedClock(), log, relief=relief,
+    stage = TtsStage(voice, SimulatedClock(), log, relief=relief, relief_name="cheap" if relief else "",
                      chunker=ChunkerConfig(min_words=2, max_words=4, timeout_s=0.5), pace=pace)
     inbox: Channel[TextUpdate] = Channel(len(updates) + 1)
     outbox: Channel[AudioChunk] = Channel(10_000)
