@@ -190,8 +190,8 @@ async def translate_file_targets(
 class LiveText:
     """Prints what each stage commits as it is committed: `[en] ...` recognised and `[es] ...`
     translated (at the source seconds consumed), `[spoken ...]` each synthesised chunk (at the time
-    the listener hears it: after every earlier chunk, `play_start`). Called from the EventLog (any
-    thread)."""
+    the listener hears it: after every earlier chunk, `play_start`), and `[voice]` when the relief
+    voice takes over or hands back. Called from the EventLog (any thread)."""
 
     def __init__(self, out, tty: bool, multi: bool = False) -> None:
         self.out = out
@@ -208,10 +208,23 @@ class LiveText:
             target = f" {rec['target']}" if self.multi and rec.get("target") else ""
             heard = rec.get("play_start", rec.get("wall_time", 0))
             line = f"[spoken{target} {heard:6.2f}s] {rec.get('text', '')}"
+        elif kind == "tts_voice":  # the relief voice takes over, or hands back (tts.pace)
+            target = f" {rec['target']}" if self.multi and rec.get("target") else ""
+            line = f"[voice{target}] {voice_switch(rec)}"
         else:
             return
         self.out.write(self.prefix + line + "\n")
         self.out.flush()
+
+
+def voice_switch(rec: dict) -> str:
+    """A `tts_voice` record in words: which voice speaks from here, and why."""
+    if rec.get("voice") != "relief":
+        return f"the main voice again: the listener is {rec.get('lag_s', 0):.1f} s behind"
+    name = f"the relief voice ({rec['relief_voice']})" if rec.get("relief_voice") else "the relief voice"
+    rtf = (f"; it takes {rec['voice_rtf']:.1f} s to synthesise each second of speech"
+           if rec.get("voice_rtf") is not None else "")
+    return f"{name} speaks from here: the main voice would be heard {rec.get('lag_s', 0):.1f} s late{rtf}"
 
 
 def pipeline_config(args: argparse.Namespace):

@@ -112,7 +112,8 @@ class TtsStage:
             rtf = self._pace.voice_rtf
             self.log.write("tts_voice", stage=self.name, voice="relief" if decision.relief else "main",
                            lag_s=round(decision.lag_s, 3), waited_s=round(ready - piece.ready_time, 3),
-                           **({} if rtf is None else {"voice_rtf": round(rtf, 3)}))
+                           **({} if rtf is None else {"voice_rtf": round(rtf, 3)}),
+                           **({"relief_voice": self.relief_name} if self.relief_name else {}))
         if decision.skipped:
             totals["skipped"] += 1
             totals["words_skipped"] += len(decision.skipped)

@@ -39,3 +39,20 @@ def test_speech_translate_prints_a_spoken_piece_at_the_time_the_listener_hears_i
     show({"kind": "audio", "stage": "tts", "wall_time": 4.38, "play_start": 5.31, "text": "es un"})
     show({"kind": "audio", "stage": "tts", "wall_time": 6.0, "text": "romántico"})  # no listener timeline
     assert out.getvalue().splitlines() == ["[es   3.60s] es un", "[spoken   5.31s] es un", "[spoken   6.00s] romántico"]
+
+
+def test_speech_translate_says_when_the_relief_voice_takes_over_and_hands_back():
+    import io
+
+    from speech.translate_cmd import LiveText
+
+    out = io.StringIO()
+    show = LiveText(out, tty=False, multi=True)
+    show({"kind": "tts_voice", "stage": "tts", "target": "pt", "voice": "relief", "lag_s": 7.83, "voice_rtf": 3.1,
+          "relief_voice": "pico"})
+    show({"kind": "tts_voice", "stage": "tts", "target": "pt", "voice": "main", "lag_s": 2.5})
+    assert out.getvalue().splitlines() == [
+        "[voice pt] the relief voice (pico) speaks from here: the main voice would be heard 7.8 s late; "
+        "it takes 3.1 s to synthesise each second of speech",
+        "[voice pt] the main voice again: the listener is 2.5 s behind",
+    ]

@@ -150,6 +150,7 @@ def test_a_voice_too_slow_for_any_talk_is_relieved_sooner_and_for_good(monkeypat
 
     judged, judged_worst, stats = switches(2.0)
     assert judged[0]["voice"] == "relief" and 6.0 < judged[0]["lag_s"] < 10.0 and judged[0]["voice_rtf"] > 2.0
+    assert judged[0]["relief_voice"] == "cheap"  # which voice speaks from here, for the user's display
     assert 2.5 <= stats["voice_rtf"] <= 4.0  # 1.25 s per word of 0.5 s at speed 1, 0.3125 s at 1.6
     assert len(judged) == 1  # not handed back: each piece would put the listener further behind
     waited, waited_worst, _ = switches(None)
