@@ -74,7 +74,22 @@ class Printer:
             s = event["summary"]
             print(f"done: {s['audio_in_s']:.1f} s in, {s['recognized_words']} words heard, "
                   f"{s['translated_words']} translated, {s['audio_out_s']:.1f} s spoken, "
-                  f"lag p50 {_f(s['lag_p50'])} p90 {_f(s['lag_p90'])} s", flush=True)
+                  f"text lag p50 {_f(s['lag_p50'])} p90 {_f(s['lag_p90'])} s", flush=True)
+            for target, t in (s.get("targets") or {}).items():
+                if line := listener_line(target, t):
+                    print(line, flush=True)
+
+
+def listener_line(target: str, t: dict) -> str:
+    """What the listeners of `target` lived through (a `done` summary's `targets` entry): when they
+    heard each word after it was said (the listener timeline, which the text lag leaves out), and
+    the words a voice too slow for the talk left to the relief voice or did not say ("": nothing heard)."""
+    if t.get("synthesis_lag_p50") is None:
+        return ""
+    behind = [f"{n} words spoken by the relief voice" for n in [t.get("words_relief") or 0] if n]
+    behind += [f"{n} not spoken" for n in [t.get("words_unspoken") or 0] if n]
+    return (f"  {target}: the listener heard each word p50 {_f(t['synthesis_lag_p50'])} p90 "
+            f"{_f(t.get('synthesis_lag_p90'))} s after it was said" + (f"; {', '.join(behind)}" if behind else ""))
 
 
 def _f(x: float | None) -> str:
