@@ -52,6 +52,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_device_flag(parser)
 
 
+def listener_summary(records: list[dict], source_length: float) -> str:
+    """When the listener heard the translation (speech.eval.listener, the listener timeline): the
+    first word after the speaker began, and each word after it was said ("": nothing heard)."""
+    from ..eval.listener import listener_latency
+
+    heard = listener_latency(records, source_length)
+    if "lag_p50" not in heard:
+        return ""
+    return (f"the listener heard the first word {heard['StartOffset']:.2f} s after the speaker began; "
+            f"listener lag p50 {heard['lag_p50']:.1f} s, p90 {heard['lag_p90']:.1f} s")
+
+
 class LiveText:
     """Two live lines (heard / translated); one printed line per commit when not on a terminal."""
 
@@ -224,10 +236,15 @@ async def _main(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
 
     tts_stats: dict = {}  # the synthesis stage's totals, written when it ends
+    timeline: list[dict] = []  # the first recognised words and every spoken chunk: the listener's lag
 
     def on_record(rec: dict) -> None:
         if rec.get("kind") == "update" and rec.get("stage") in ("asr", "mt"):
             loop.call_soon_threadsafe(display.update, rec["stage"], rec)
+            if rec["stage"] == "asr" and rec.get("committed") and not timeline:
+                timeline.append(rec)  # the speech onset
+        elif rec.get("kind") == "audio" and rec.get("stage") == "tts":
+            timeline.append(rec)
         elif rec.get("kind") == "stats" and rec.get("stage") == "tts":
             tts_stats.update(rec)
         elif rec.get("kind") == "language" and rec.get("detected"):  # --source auto
@@ -289,6 +306,8 @@ async def _main(args: argparse.Namespace) -> int:
     print(f"\nheard: {' '.join(display.committed['asr'])}\nsaid:  {' '.join(display.committed['mt'])}", flush=True)
     spoken = sum(len(x) for x in output) / out_rate[0] if out_rate[0] else 0.0
     print(f"{spoken:.1f} s of translated speech", file=sys.stderr)
+    if line := listener_summary(timeline, clock.now()):
+        print(line, file=sys.stderr)
     from ..tts.stage import fell_behind
 
     if note := fell_behind(tts_stats.get("words_relief", 0), tts_stats.get("words_skipped", 0),

@@ -36,6 +36,10 @@ def test_mic_with_recording_and_fake_pipeline(clip, tmp_path):
     assert "said:  W0 W1 W2 W3 W4 W5" in res.stdout
     data, rate = sf.read(str(out))
     assert rate == 22050 and abs(len(data) / rate - 0.6) < 0.01
+    # on the listener's timeline: each word heard after the source word it renders was said
+    line = next(x for x in res.stderr.splitlines() if x.startswith("the listener heard the first word"))
+    p50, p90 = (float(x.split(" s")[0]) for x in line.split("p50 ")[1].split(", p90 "))
+    assert 0.0 < p50 <= p90 < 3.0, line
 
 
 @pytest.mark.parametrize("behind, says", [
