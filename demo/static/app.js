@@ -16,7 +16,7 @@ const state = {
   pending: [], pendingSamples: 0, sentSamples: 0,
   sourceWords: [], targetWords: [],
   nextPlay: 0, audioFrames: 0, audioSeconds: 0, pendingAudio: null,
-  lags: [], stopTimer: null, ended: false,
+  lags: [], heardLags: [], stopTimer: null, ended: false,
   // resume: the session, the last event seen, and the frames not yet known to have arrived
   session: null, resumeToken: "", lastSeq: 0, frames: [], frameBase: 0, streaming: false,
   endSent: false, dropSince: 0, retryDelay: 200, shownTarget: null, targets: [], listening: false,
@@ -38,12 +38,15 @@ function showText(which, event) {
   $(which + "-tentative").textContent = event.tentative.join(" ");
 }
 
-function showLag(lag) {
-  if (lag === null || lag === undefined) return;
-  state.lags.push(lag);
-  const sorted = [...state.lags].sort((a, b) => a - b);
-  $("lag").textContent = lag.toFixed(2);
-  $("lag-p50").textContent = sorted[Math.floor((sorted.length - 1) / 2)].toFixed(2);
+// id: "lag" (the text: how far recognition and translation trail the speaker) or "heard-lag"
+// (the listener timeline: when each spoken word is heard after its source word was said)
+function showLag(id, lags, ...latest) {
+  const known = latest.filter((lag) => lag !== null && lag !== undefined);
+  if (!known.length) return;
+  lags.push(...known);
+  const sorted = [...lags].sort((a, b) => a - b);
+  $(id).textContent = known[known.length - 1].toFixed(2);
+  $(id + "-p50").textContent = sorted[Math.floor((sorted.length - 1) / 2)].toFixed(2);
 }
 
 function countWords(id, text) {
@@ -128,13 +131,17 @@ function onMessage(msg) {
       if (event.source === event.target) untranslatedStatus(event.source);
       else setStatus(`listening to session ${event.session} in ${event.target}`);
       break;
-    case "recognition": showText("source", event); if (event.committed.length) showLag(event.lag); break;
+    case "recognition": showText("source", event); if (event.committed.length) showLag("lag", state.lags, event.lag); break;
     case "translation":
       if (!shown(event)) break;
-      showText("target", event); if (event.committed.length) showLag(event.lag); break;
+      showText("target", event); if (event.committed.length) showLag("lag", state.lags, event.lag); break;
     case "audio": state.pendingAudio = event; break;
-    case "synthesis":  // spoken by the relief voice: the main voice fell too far behind the talk
-      if (shown(event) && event.voice === "relief") countWords("relief-words", event.text); break;
+    case "synthesis":
+      if (!shown(event)) break;
+      showLag("heard-lag", state.heardLags, ...(event.word_lags || []));
+      // spoken by the relief voice: the main voice fell too far behind the talk
+      if (event.voice === "relief") countWords("relief-words", event.text);
+      break;
     case "unspoken":  // too far behind even so: not spoken (the words are in the translation above)
       if (shown(event)) countWords("unspoken-words", event.text); break;
     case "language":  // the server told the language from the first speech (source "auto")

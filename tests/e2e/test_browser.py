@@ -97,6 +97,8 @@ async def page_state(devtools_port: int, timeout: float) -> dict:
         audioSeconds: +document.getElementById('audio-seconds').textContent,
         sent: +document.getElementById('sent-seconds').textContent,
         lag: document.getElementById('lag').textContent,
+        heardLag: document.getElementById('heard-lag').textContent,
+        heardLagP50: document.getElementById('heard-lag-p50').textContent,
         relief: +document.getElementById('relief-words').textContent,
         unspoken: +document.getElementById('unspoken-words').textContent,
         micLevel: document.getElementById('mic-level').textContent,
@@ -157,6 +159,8 @@ def test_page_shows_translation_and_plays_audio_fake_pipeline():
     assert state["tentativeStyle"] == "italic"
     assert 2.5 <= state["sent"] <= 4.0
     assert -20 <= float(state["micLevel"]) <= 0, state  # the clip peaks at -7 dBFS
+    # the listener timeline: each fake word is heard after its source word was said
+    assert 0.0 < float(state["heardLagP50"]) < 3.0 and state["heardLag"] != "-", state
 
 
 @pytest.mark.parametrize("behind", ["relief", "unspoken"])
@@ -184,7 +188,7 @@ def test_page_shows_real_translation_and_plays_audio():
     said = state["target"].split()
     assert len(said) >= 3 and state["target"].lower() != heard, state
     assert state["frames"] >= 1 and state["audioSeconds"] > 0.5, state
-    assert state["lag"] != "-"
+    assert state["lag"] != "-" and float(state["heardLag"]) > 0.0, state
     print(state)
 
 
