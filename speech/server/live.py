@@ -368,6 +368,8 @@ class LiveSession:
             self.stats.compute(rec.get("compute_s"))
             if stage == "tts" and rec.get("voice_rtf") is not None:
                 self.stats.voice_rtf(target, float(rec["voice_rtf"]))
+            if stage == "tts" and rec.get("relief_voice"):
+                self.stats.relief_voice(target, str(rec["relief_voice"]))
         elif kind == "language" and rec.get("detected"):  # told from the first speech: everyone hears of it
             self.spoken = rec["detected"]
             event = {"type": "language", "source": self.spoken, "probability": rec.get("probability"),

@@ -46,6 +46,11 @@ class SessionStats:
         if target in self.per_target:
             self.per_target[target]["voice_rtf"] = round(rtf, 3)
 
+    def relief_voice(self, target: str | None, name: str) -> None:
+        """The `--voice` value of the relief voice that spoke for the main one (tts.stage)."""
+        if target in self.per_target:
+            self.per_target[target]["relief_voice"] = name
+
     def audio_out(self, target: str, seconds: float) -> None:
         self.audio_out_s += seconds
         self.frames_out += 1
@@ -83,7 +88,7 @@ class SessionStats:
                     "synthesis_lag_p50": _pct(b.get("listener_lags", []), 50),
                     "synthesis_lag_p90": _pct(b.get("listener_lags", []), 90),
                     "audio_frames_out": b["frames"], "words_unspoken": b["unspoken"],
-                    "words_relief": b["relief"], "voice_rtf": b.get("voice_rtf")}
+                    "words_relief": b["relief"], "relief_voice": b.get("relief_voice"), "voice_rtf": b.get("voice_rtf")}
                 for t, b in self.per_target.items()
             },
             "compute_s": round(self.compute_s, 4),

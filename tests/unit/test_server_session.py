@@ -105,6 +105,7 @@ def test_words_the_relief_voice_speaks_are_marked_for_the_client_and_counted_in_
     assert len(synthesis) == 6 and not [e for e in res.events if e["type"] == "unspoken"]
     target = res.done["summary"]["targets"]["es-relief"]
     assert target["words_relief"] == 3 and target["words_unspoken"] == 0 and target["voice_rtf"] == 2.5
+    assert target["relief_voice"] == "espeak"  # which voice spoke them, by its --voice value
     assert metrics["words_voice_behind"] == {"relief": 3, "unspoken": 0}
 
 

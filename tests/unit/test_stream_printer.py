@@ -65,12 +65,12 @@ def test_the_done_line_says_how_late_each_target_s_listener_heard_the_words(caps
     summary = {"audio_in_s": 11.4, "recognized_words": 20, "translated_words": 26, "audio_out_s": 7.8,
                "lag_p50": 1.48, "lag_p90": 1.75,
                "targets": {"pt": {"synthesis_lag_p50": 6.1, "synthesis_lag_p90": 8.2, "words_relief": 18,
-                                  "words_unspoken": 0},
+                                  "relief_voice": "pico", "words_unspoken": 0},
                            "es": {"synthesis_lag_p50": 3.4, "synthesis_lag_p90": 4.0, "words_relief": 0},
                            "de": {"synthesis_lag_p50": None}}}  # nothing spoken yet
     show({"type": "done", "summary": summary})
     assert capsys.readouterr().out.splitlines() == [
         "done: 11.4 s in, 20 words heard, 26 translated, 7.8 s spoken, text lag p50 1.48 p90 1.75 s",
-        "  pt: the listener heard each word p50 6.10 p90 8.20 s after it was said; 18 words spoken by the relief voice",
+        "  pt: the listener heard each word p50 6.10 p90 8.20 s after it was said; 18 words spoken by the relief voice (pico)",
         "  es: the listener heard each word p50 3.40 p90 4.00 s after it was said",
     ]
