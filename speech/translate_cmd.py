@@ -219,12 +219,14 @@ class LiveText:
 
 def voice_switch(rec: dict) -> str:
     """A `tts_voice` record in words: which voice speaks from here, and why."""
+    from .tts.stage import relief_label
+
     if rec.get("voice") != "relief":
         return f"the main voice again: the listener is {rec.get('lag_s', 0):.1f} s behind"
-    name = f"the relief voice ({rec['relief_voice']})" if rec.get("relief_voice") else "the relief voice"
     rtf = (f"; it takes {rec['voice_rtf']:.1f} s to synthesise each second of speech"
            if rec.get("voice_rtf") is not None else "")
-    return f"{name} speaks from here: the main voice would be heard {rec.get('lag_s', 0):.1f} s late{rtf}"
+    return (f"{relief_label(rec.get('relief_voice') or '')} speaks from here: the main voice would be heard "
+            f"{rec.get('lag_s', 0):.1f} s late{rtf}")
 
 
 def pipeline_config(args: argparse.Namespace):

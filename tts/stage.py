@@ -270,6 +270,11 @@ class _Part:
             self.marks.setdefault(w, t)
 
 
+def relief_label(name: str = "") -> str:
+    """"the relief voice", with its `--voice` value where known: how every user line names it."""
+    return f"the relief voice ({name})" if name else "the relief voice"
+
+
 def fell_behind(relief_words: int, unspoken_words: int, rtf: float | None = None, relief: str = "") -> str:
     """One line for a user whose voice could not say every word in time ("" when it could);
     `rtf`: the voice's synthesis seconds per second of its speech (the stage's `voice_rtf`);
@@ -277,9 +282,8 @@ def fell_behind(relief_words: int, unspoken_words: int, rtf: float | None = None
     if not relief_words and not unspoken_words:
         return ""
     speed = f" (it took {rtf:.1f} s to synthesise each second of speech)" if rtf is not None else ""
-    by = f"the relief voice ({relief})" if relief else "the relief voice"
     lighter = f"--voice {relief}" if relief else "a lighter --voice"
-    return (f"the voice fell behind the talk{speed}: {relief_words} words spoken by {by}, "
+    return (f"the voice fell behind the talk{speed}: {relief_words} words spoken by {relief_label(relief)}, "
             f"{unspoken_words} not spoken (try {lighter}; speech doctor --speed says which voices keep up here)")
 
 

@@ -84,10 +84,12 @@ def listener_line(target: str, t: dict) -> str:
     """What the listeners of `target` lived through (a `done` summary's `targets` entry): when they
     heard each word after it was said (the listener timeline, which the text lag leaves out), and
     the words a voice too slow for the talk left to the relief voice or did not say ("": nothing heard)."""
+    from ..tts.stage import relief_label
+
     if t.get("synthesis_lag_p50") is None:
         return ""
-    relief = f" ({t['relief_voice']})" if t.get("relief_voice") else ""
-    behind = [f"{n} words spoken by the relief voice{relief}" for n in [t.get("words_relief") or 0] if n]
+    relief = relief_label(t.get("relief_voice") or "")
+    behind = [f"{n} words spoken by {relief}" for n in [t.get("words_relief") or 0] if n]
     behind += [f"{n} not spoken" for n in [t.get("words_unspoken") or 0] if n]
     return (f"  {target}: the listener heard each word p50 {_f(t['synthesis_lag_p50'])} p90 "
             f"{_f(t.get('synthesis_lag_p90'))} s after it was said" + (f"; {', '.join(behind)}" if behind else ""))
