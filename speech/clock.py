@@ -9,6 +9,11 @@ With `SimulatedClock`, audio is fed as fast as possible and wall time is *emulat
 keeps a `StageClock` that starts work on an input at max(input's wall time, when the stage became
 free) and finishes it after the measured compute time. That is exactly the time the output would
 have had with real-time input, one core per stage, without having to wait for real time.
+
+Decisions taken on the computation-aware timeline (the chunker's time-outs, the synthesis pace)
+follow the measured compute time, so a loaded machine changes what is spoken when, and with it the
+computation-unaware audio figures. `SimulatedClock(work_s=...)` charges a fixed time per unit of
+work instead: a deterministic machine, on which a run is reproducible figure for figure.
 """
 
 from __future__ import annotations
@@ -89,10 +94,11 @@ class WallClock(Clock):
 
 
 class _SimulatedStageClock(StageClock):
-    def __init__(self) -> None:
+    def __init__(self, work_s: float | None = None) -> None:
         self._free = 0.0
         self._start = 0.0
         self._t0: float | None = None
+        self._work_s = work_s
 
     def begin(self, arrival: float) -> None:
         self._start = max(arrival, self._free)
@@ -101,7 +107,8 @@ class _SimulatedStageClock(StageClock):
     def end(self) -> float:
         if self._t0 is None:
             return self._free
-        self._free = self._start + (time.perf_counter() - self._t0)
+        took = time.perf_counter() - self._t0 if self._work_s is None else self._work_s
+        self._free = self._start + took
         self._t0 = None
         return self._free
 
@@ -110,12 +117,17 @@ class _SimulatedStageClock(StageClock):
 
 
 class SimulatedClock(Clock):
-    """Offline clock: no waiting; computation-aware time emulated per stage (see module doc)."""
+    """Offline clock: no waiting; computation-aware time emulated per stage (see module doc).
+    `work_s`: None to charge each unit of work its measured compute time; a number of seconds to
+    charge every unit that instead (a deterministic machine)."""
 
     realtime = False
 
-    def __init__(self) -> None:
+    def __init__(self, work_s: float | None = None) -> None:
+        if work_s is not None and work_s < 0:
+            raise ValueError(f"work_s must be >= 0 seconds, got {work_s}")
         self._latest = 0.0
+        self._work_s = work_s
 
     def now(self) -> float:
         return self._latest
@@ -124,7 +136,7 @@ class SimulatedClock(Clock):
         self._latest = max(self._latest, t)
 
     def stage(self, name: str) -> StageClock:
-        return _SimulatedStageClock()
+        return _SimulatedStageClock(self._work_s)
 
     async def sleep_until(self, t: float) -> None:
         self.advance(t)

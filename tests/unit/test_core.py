@@ -46,6 +46,20 @@ def test_simulated_stage_clock_emulates_queueing():
     assert st.end() >= 5.0
 
 
+def test_simulated_clock_with_fixed_work_ignores_compute_time():
+    clock = SimulatedClock(work_s=0.25)
+    st = clock.stage("mt")
+    st.begin(1.0)
+    time.sleep(0.02)  # measured compute is not charged
+    assert st.end() == 1.25
+    st.begin(1.0)  # queued behind the first unit
+    assert st.end() == 1.5
+    st.begin(3.0)
+    assert st.end() == 3.25
+    with pytest.raises(ValueError, match="work_s"):
+        SimulatedClock(work_s=-1)
+
+
 def test_wall_clock_counts_from_start():
     c = WallClock()
     time.sleep(0.01)
