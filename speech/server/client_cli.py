@@ -88,9 +88,11 @@ def listener_line(target: str, t: dict) -> str:
 
     if t.get("synthesis_lag_p50") is None:
         return ""
-    relief = relief_label(t.get("relief_voice") or "")
-    behind = [f"{n} words spoken by {relief}" for n in [t.get("words_relief") or 0] if n]
-    behind += [f"{n} not spoken" for n in [t.get("words_unspoken") or 0] if n]
+    behind = []
+    if relief := t.get("words_relief"):
+        behind.append(f"{relief} words spoken by {relief_label(t.get('relief_voice') or '')}")
+    if unspoken := t.get("words_unspoken"):
+        behind.append(f"{unspoken} not spoken")
     return (f"  {target}: the listener heard each word p50 {_f(t['synthesis_lag_p50'])} p90 "
             f"{_f(t.get('synthesis_lag_p90'))} s after it was said" + (f"; {', '.join(behind)}" if behind else ""))
 
